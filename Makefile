@@ -1,0 +1,37 @@
+# Each target creates the virtual environment it needs, so a fresh clone works with one command.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+export OMP_NUM_THREADS ?= 1
+
+.PHONY: demo test lint bench stress clean
+
+$(VENV)/.stamp-base: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.stamp-dev: pyproject.toml $(VENV)/.stamp-base
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+demo: $(VENV)/.stamp-base
+	$(PY) -m tideline.demo
+
+test: $(VENV)/.stamp-dev
+	$(PY) -m pytest -q
+
+lint: $(VENV)/.stamp-dev
+	$(VENV)/bin/ruff check src tests
+	$(VENV)/bin/mypy
+
+bench: $(VENV)/.stamp-base
+	$(PY) -m tideline.bench real
+	$(PY) -m tideline.bench recall --sizes 10000,100000
+
+stress: $(VENV)/.stamp-dev
+	$(PY) -m pytest -q -m stress
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

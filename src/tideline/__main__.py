@@ -1,0 +1,5 @@
+"""``python -m tideline`` runs the CLI."""
+
+from tideline.cli import main
+
+main()

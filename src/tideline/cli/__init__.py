@@ -1,0 +1,81 @@
+"""The ``tideline`` command line: the same verbs as the Python API.
+
+Every command that touches data takes ``--store DIR``, ``--namespace NAME`` and
+``--scope NAME``; every command that returns data takes ``--json``. Errors are
+one line on stderr with a distinct exit code (see :mod:`tideline.errors`),
+never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import typer
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="tideline",
+    help="Tideline: long-term memory for LLM agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+turns_app = typer.Typer(help="Raw conversation turns (texture).", no_args_is_help=True)
+app.add_typer(turns_app, name="turns")
+
+F = TypeVar("F", bound=Callable[..., Any])
+INTERNAL_ERROR = 70
+
+
+def emit(data: Any, as_json: bool, text: Callable[[], str] | str | None = None) -> None:
+    """Print ``data`` as one JSON document, or its human rendering."""
+    if as_json:
+        sys.stdout.write(json.dumps(data, ensure_ascii=False, default=str) + "\n")
+        return
+    rendered = text() if callable(text) else text
+    if rendered is None:
+        rendered = json.dumps(data, ensure_ascii=False, indent=2, default=str)
+    from rich.console import Console
+
+    Console(soft_wrap=True, highlight=False).print(rendered, markup=False)
+
+
+def fail(message: str, code: int) -> typer.Exit:
+    """Write one error line to stderr and return the exit to raise."""
+    sys.stderr.write(f"tideline: error: {message}\n")
+    return typer.Exit(code)
+
+
+def guarded(fn: F) -> F:
+    """Turn every error into one stderr line and a distinct exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        from tideline.errors import TidelineError
+
+        try:
+            return fn(*args, **kwargs)
+        except (typer.Exit, typer.Abort):
+            raise
+        except TidelineError as exc:
+            raise fail(f"{exc.code}: {exc}", exc.exit_code) from None
+        except KeyboardInterrupt:
+            raise fail("interrupted", 130) from None
+        except BrokenPipeError:
+            raise typer.Exit(0) from None
+        except Exception as exc:  # the CLI must never print a traceback
+            raise fail(f"internal: {type(exc).__name__}: {exc}", INTERNAL_ERROR) from None
+
+    return wrapper  # type: ignore[return-value]
+
+
+def main() -> None:
+    """Console-script entry point."""
+    from tideline.cli import commands  # noqa: F401  (registers the commands)
+
+    app()

@@ -1,0 +1,269 @@
+"""Commands of the ``tideline`` CLI. Each one is a thin call into :class:`tideline.Memory`."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from tideline.cli import app, emit, fail, guarded, turns_app
+
+if TYPE_CHECKING:
+    from tideline.memory import Memory
+
+StoreOpt = Annotated[Path | None, typer.Option("--store", help="Store directory "
+                                               "(default $TIDELINE_HOME or ~/.tideline).")]
+NsOpt = Annotated[str | None, typer.Option("--namespace", help="A separate memory in the store.")]
+ScopeOpt = Annotated[str | None, typer.Option("--scope", help="Project scope (default: global "
+                                              "for writes; $TIDELINE_PROJECT for recall).")]
+EmbOpt = Annotated[str | None, typer.Option("--embedder", help="e5 (default), hashing or http.")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+@contextlib.contextmanager
+def opened(store: Path | None, namespace: str | None, embedder: str | None,
+           project: str | None = None) -> Iterator[Memory]:
+    """Open the memory for one command and close it afterwards."""
+    from tideline.memory import Memory
+
+    mem = Memory.open(store, namespace=namespace, embedder=embedder, project=project)
+    try:
+        yield mem
+    finally:
+        mem.close()
+
+
+@contextlib.contextmanager
+def progress_bar(label: str, enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
+    """A rich progress bar on stderr (off for --json so stdout stays clean)."""
+    if not enabled:
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+    with Progress("[progress.description]{task.description}", BarColumn(),
+                  MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield update
+
+
+@app.command()
+@guarded
+def init(store: StoreOpt = None, namespace: NsOpt = None, embedder: EmbOpt = None,
+         as_json: JsonOpt = False) -> None:
+    """Create (or open) a store and print where it lives."""
+    with opened(store, namespace, embedder) as mem:
+        info = mem.introspect()
+    data = {"store": info["store"], "database": info["database"],
+            "embedder": info["embedder"]["marker"], "schema_version": info["schema_version"]}
+    emit(data, as_json, lambda: f"store ready at {data['store']} ({data['embedder']})")
+
+
+@app.command()
+@guarded
+def remember(
+    text: Annotated[str, typer.Argument(help="What to remember.")],
+    kind: Annotated[str, typer.Option(help="fact, preference, decision, episode, …")] = "fact",
+    tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag (repeatable).")] = None,
+    importance: Annotated[int, typer.Option(help="1–5.")] = 3,
+    event_time: Annotated[str | None, typer.Option("--event-time", help="ISO time.")] = None,
+    key: Annotated[str | None, typer.Option("--key", help="Idempotency key.")] = None,
+    store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
+    embedder: EmbOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Remember free text (novelty-gated: new, link or potentiate)."""
+    with opened(store, namespace, embedder) as mem:
+        res = mem.remember(text, scope=scope, kind=kind, tags=tag, importance=importance,
+                           event_time=event_time, idempotency_key=key, source="cli")
+    emit(res.to_dict(), as_json, lambda: _write_line(res.to_dict()))
+
+
+@app.command()
+@guarded
+def write(
+    gesture: Annotated[str, typer.Argument(help="What happened (one sentence with tone).")],
+    context: Annotated[str, typer.Option(help="The setting.")] = "",
+    direction: Annotated[str, typer.Option("--direction", help="cognition_direction.")] = "",
+    kind: Annotated[str, typer.Option(help="narrative, episode, decision, …")] = "narrative",
+    tag: Annotated[list[str] | None, typer.Option("--tag")] = None,
+    entities_role: Annotated[str, typer.Option("--entities-role")] = "",
+    entity: Annotated[list[str] | None, typer.Option("--entity", help="Related entity.")] = None,
+    link: Annotated[list[int] | None, typer.Option("--link", help="Source turn id.")] = None,
+    importance: Annotated[int, typer.Option()] = 3,
+    emotional: Annotated[int, typer.Option()] = 1,
+    recurrence: Annotated[int, typer.Option()] = 1,
+    unresolved: Annotated[int, typer.Option()] = 1,
+    event_time: Annotated[str | None, typer.Option("--event-time")] = None,
+    key: Annotated[str | None, typer.Option("--key", help="Idempotency key.")] = None,
+    store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
+    embedder: EmbOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Write a structured narrative memory."""
+    with opened(store, namespace, embedder) as mem:
+        res = mem.write(gesture, context=context, cognition_direction=direction, kind=kind,
+                        scope=scope, tags=tag, entities_role=entities_role,
+                        related_entities=entity, source_links=link, importance=importance,
+                        emotional=emotional, recurrence=recurrence, unresolved=unresolved,
+                        event_time=event_time, idempotency_key=key, source="cli")
+    emit(res.to_dict(), as_json, lambda: _write_line(res.to_dict()))
+
+
+def _write_line(d: dict[str, Any]) -> str:
+    near = f" (nearest #{d['nearest']}, cos {d['similarity']:.3f})" if d.get("nearest") else ""
+    replay = " [replayed: already stored]" if d.get("replayed") else ""
+    return f"{d['decision']} → memory #{d['id']} in {d['scope']}{near}{replay}"
+
+
+@app.command()
+@guarded
+def recall(
+    query: Annotated[str, typer.Argument(help="What to recall (any language).")],
+    limit: Annotated[int | None, typer.Option("--limit", "-k", help="Maximum items.")] = None,
+    kind: Annotated[str | None, typer.Option(help="Only this kind.")] = None,
+    since: Annotated[str | None, typer.Option(help="ISO time or epoch.")] = None,
+    until: Annotated[str | None, typer.Option(help="ISO time or epoch.")] = None,
+    no_turns: Annotated[bool, typer.Option("--no-turns", help="Memories only.")] = False,
+    store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
+    embedder: EmbOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Recall memories and raw turns for a query (current project + global)."""
+    from tideline.render import packet_text
+
+    with opened(store, namespace, embedder) as mem:
+        packet = mem.recall(query, scope=scope, limit=limit, kind=kind, since=since,
+                            until=until, include_turns=not no_turns, tier="cli")
+    emit(packet.to_dict(), as_json, lambda: packet_text(packet))
+
+
+@turns_app.command("import")
+@guarded
+def turns_import(
+    file: Annotated[Path, typer.Argument(help="JSONL: one turn per line (session, role or "
+                                         "speaker, text, timestamp, id).")],
+    source: Annotated[str, typer.Option(help="Source system name.")] = "jsonl",
+    store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
+    embedder: EmbOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Import raw conversation turns from a JSONL file (idempotent)."""
+    from tideline.ingest.jsonl import read_jsonl
+
+    rows = read_jsonl(file)
+    with opened(store, namespace, embedder) as mem, \
+            progress_bar("embedding turns", not as_json) as bar:
+        res = mem.add_turns(rows, scope=scope, source=source, progress=bar)
+    emit(res.to_dict() | {"turn_ids": None}, as_json,
+         lambda: f"imported {res.inserted} turn(s) from {res.sessions} session(s); "
+                 f"{res.skipped} already stored")
+
+
+@app.command()
+@guarded
+def reflect(
+    ids: Annotated[list[int], typer.Argument(help="Memory ids.")],
+    reward: Annotated[float, typer.Option(help="-1..1: reinforce (>0) or weaken (<0).")] = 1.0,
+    store: StoreOpt = None, namespace: NsOpt = None, embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Reward or penalise recalled memories."""
+    with opened(store, namespace, embedder) as mem:
+        res = mem.reflect(ids, reward)
+    emit(res, as_json, lambda: f"updated {res['updated']}; missing {res['missing']}")
+
+
+@app.command()
+@guarded
+def revise(
+    memory_id: Annotated[int, typer.Argument(help="Memory id.")],
+    text: Annotated[str, typer.Argument(help="The new text (gesture).")],
+    store: StoreOpt = None, namespace: NsOpt = None, embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Write a new version that supersedes a memory (history kept)."""
+    with opened(store, namespace, embedder) as mem:
+        res = mem.revise(memory_id, text)
+    emit(res.to_dict(), as_json, lambda: f"memory #{res.id} supersedes #{memory_id}")
+
+
+@app.command()
+@guarded
+def forget(
+    memory_id: Annotated[int, typer.Argument(help="Memory id.")],
+    store: StoreOpt = None, namespace: NsOpt = None, embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Delete a memory for real (privacy); journaled."""
+    with opened(store, namespace, embedder) as mem:
+        res = mem.forget(memory_id)
+    emit(res, as_json, lambda: f"forgot memory #{memory_id}")
+
+
+@app.command()
+@guarded
+def show(
+    memory_id: Annotated[int, typer.Argument(help="Memory id.")],
+    store: StoreOpt = None, namespace: NsOpt = None, embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show one memory with its edges, history and linked raw turns."""
+    with opened(store, namespace, embedder) as mem:
+        data = mem.show(memory_id)
+    emit(data, as_json)
+
+
+@app.command()
+@guarded
+def introspect(store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
+               embedder: EmbOpt = None, as_json: JsonOpt = False) -> None:
+    """Store statistics, the detected project and the embedder."""
+    with opened(store, namespace, embedder, project=scope) as mem:
+        data = mem.introspect()
+    emit(data, as_json)
+
+
+@app.command()
+@guarded
+def reembed(
+    to: Annotated[str, typer.Argument(help="Target embedder: e5, hashing or http.")],
+    url: Annotated[str | None, typer.Option(help="http: endpoint base URL.")] = None,
+    model: Annotated[str | None, typer.Option(help="http: model name.")] = None,
+    store: StoreOpt = None, namespace: NsOpt = None, as_json: JsonOpt = False,
+) -> None:
+    """Re-embed the whole store with another embedder."""
+    from tideline.memory import Memory
+
+    mem = Memory.open(store, namespace=namespace)
+    try:
+        with progress_bar("re-embedding", not as_json) as bar:
+            res = mem.reembed(to, progress=bar, url=url, model=model)
+    finally:
+        mem.close()
+    emit(res, as_json, lambda: f"re-embedded {res['memories']} memories and {res['turns']} "
+                               f"turns: {res['from']} → {res['to']}")
+
+
+@app.command()
+@guarded
+def doctor(
+    repair: Annotated[bool, typer.Option("--repair", help="Rebuild derived indexes.")] = False,
+    store: StoreOpt = None, namespace: NsOpt = None, embedder: EmbOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check integrity, FTS integrity, row-count parity; --repair rebuilds derived data."""
+    with opened(store, namespace, embedder) as mem, \
+            progress_bar("repairing", not as_json and repair) as bar:
+        res = mem.doctor(repair=repair, progress=bar)
+    emit(res, as_json, lambda: ("ok" if res["ok"] else f"problems: {res['problems']}")
+         + (f"; repaired {res['repaired']}" if res["repaired"] else "")
+         + "\n" + json.dumps(res["checks"]["parity"]))
+    if not res["ok"]:
+        raise fail("store has problems (run `tideline doctor --repair`)", 13)

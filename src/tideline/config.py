@@ -1,0 +1,137 @@
+"""One typed settings object: every threshold, size cap and default in one place.
+
+Values come from (lowest to highest precedence) the defaults below, the
+``TIDELINE_*`` environment variables, and explicit keyword overrides (which the
+CLI fills from its flags).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tideline.errors import InvalidInput
+
+__all__ = ["Caps", "Config", "Dynamics", "RecallTuning", "default_home"]
+
+
+def default_home() -> Path:
+    """The store directory used when none is given: ``$TIDELINE_HOME`` or ``~/.tideline``."""
+    env = os.environ.get("TIDELINE_HOME")
+    return Path(env).expanduser() if env else Path.home() / ".tideline"
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Size caps on every field, batch and result."""
+
+    gesture_chars: int = 16_000
+    field_chars: int = 8_000
+    tag_chars: int = 64
+    tags: int = 64
+    entities: int = 64
+    source_links: int = 1_000
+    turn_chars: int = 100_000
+    name_chars: int = 200
+    batch: int = 10_000
+    limit: int = 200
+    query_chars: int = 4_000
+
+
+@dataclass(frozen=True)
+class RecallTuning:
+    """Knobs of the recall path (fusion, graph spread, abstention)."""
+
+    limit: int = 8
+    candidates: int = 60
+    keyword_boost: float = 0.3
+    lexical_weight: float = 0.15
+    graph_hops: int = 2
+    graph_decay: float = 0.6
+    graph_seeds: int = 5
+    weight_share: float = 0.12
+    retention_share: float = 0.2
+    keyword_trust: float = 0.6
+
+
+@dataclass(frozen=True)
+class Dynamics:
+    """Trace dynamics: retention decays as ``exp(-ln2 · age / half_life)``."""
+
+    episodic_half_life_days: float = 7.0
+    semantic_half_life_days: float = 90.0
+    stability_growth: float = 1.8
+    max_half_life_days: float = 3650.0
+    promote_after: int = 3
+    dormant_below: float = 0.05
+
+
+@dataclass(frozen=True)
+class Config:
+    """Settings for one opened store.
+
+    Attributes:
+        home: the store directory.
+        namespace: a fully separate memory inside the same store directory.
+        embedder: ``e5`` (default), ``hashing`` or ``http``.
+        busy_timeout_ms: SQLite busy timeout per attempt.
+        busy_retries: bounded retries (with jitter) after the timeout.
+        backups_keep: backups kept by sleep (0 disables).
+    """
+
+    home: Path = field(default_factory=default_home)
+    namespace: str = "default"
+    embedder: str = "e5"
+    embed_url: str | None = None
+    embed_model: str | None = None
+    busy_timeout_ms: int = 5_000
+    busy_retries: int = 6
+    backups_keep: int = 10
+    caps: Caps = field(default_factory=Caps)
+    recall: RecallTuning = field(default_factory=RecallTuning)
+    dynamics: Dynamics = field(default_factory=Dynamics)
+
+    @classmethod
+    def load(cls, **overrides: Any) -> Config:
+        """Build a config from defaults, ``TIDELINE_*`` env vars and overrides.
+
+        Args:
+            **overrides: field values that win over the environment; ``None`` is ignored.
+
+        Returns:
+            The config.
+
+        Raises:
+            InvalidInput: an unknown field or a value of the wrong type.
+        """
+        values: dict[str, Any] = {}
+        env = os.environ
+        if env.get("TIDELINE_NAMESPACE"):
+            values["namespace"] = env["TIDELINE_NAMESPACE"]
+        if env.get("TIDELINE_EMBEDDER"):
+            values["embedder"] = env["TIDELINE_EMBEDDER"]
+        if env.get("TIDELINE_EMBED_URL"):
+            values["embed_url"] = env["TIDELINE_EMBED_URL"]
+        if env.get("TIDELINE_EMBED_MODEL"):
+            values["embed_model"] = env["TIDELINE_EMBED_MODEL"]
+        if env.get("TIDELINE_BACKUPS_KEEP"):
+            values["backups_keep"] = _int(env["TIDELINE_BACKUPS_KEEP"], "TIDELINE_BACKUPS_KEEP")
+        known = {f.name for f in dataclasses.fields(cls)}
+        for key, value in overrides.items():
+            if key not in known:
+                raise InvalidInput(f"unknown setting {key!r}")
+            if value is not None:
+                values[key] = value
+        if "home" in values:
+            values["home"] = Path(values["home"]).expanduser()
+        return cls(**values)
+
+
+def _int(raw: str, name: str) -> int:
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise InvalidInput(f"{name} must be an integer, got {raw!r}") from exc

@@ -1,0 +1,164 @@
+"""Typed errors raised by Tideline.
+
+Every failure a caller can act on has its own class. The tree::
+
+    TidelineError
+    ├── InvalidInput            bad value: NUL, lone surrogate, weight outside 1–5, …
+    │   └── InputTooLarge       a field, batch or result over its size cap
+    ├── NotFound                no memory / turn / store with that id
+    ├── Conflict                a version check failed (someone wrote meanwhile)
+    ├── StoreError              the database itself
+    │   ├── StoreBusy           still locked after the bounded retries
+    │   ├── StoreFull           disk or quota full
+    │   ├── StoreCorrupt        integrity check failed / not a database
+    │   └── SchemaTooNew        written by a newer Tideline
+    ├── EmbedderMismatch        store was built with another embedder
+    └── EmbedderError           the embedder failed (model, HTTP endpoint)
+
+Each class carries an ``exit_code`` so that the CLI maps errors to distinct
+process exit codes (2 stays click's usage error), and a ``code`` string that
+other surfaces (MCP) reuse.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+__all__ = [
+    "Conflict",
+    "EmbedderError",
+    "EmbedderMismatch",
+    "InputTooLarge",
+    "InvalidInput",
+    "NotFound",
+    "SchemaTooNew",
+    "StoreBusy",
+    "StoreCorrupt",
+    "StoreError",
+    "StoreFull",
+    "TidelineError",
+    "from_sqlite",
+]
+
+
+class TidelineError(Exception):
+    """Base class of every error Tideline raises on purpose."""
+
+    code = "tideline_error"
+    exit_code = 1
+
+
+class InvalidInput(TidelineError, ValueError):
+    """A value was rejected before anything was written."""
+
+    code = "invalid_input"
+    exit_code = 3
+
+
+class InputTooLarge(InvalidInput):
+    """A field, batch or requested result exceeds its configured cap."""
+
+    code = "input_too_large"
+    exit_code = 4
+
+
+class NotFound(TidelineError, LookupError):
+    """The referenced memory, turn or store does not exist."""
+
+    code = "not_found"
+    exit_code = 5
+
+
+class Conflict(TidelineError):
+    """An optimistic version check failed; the caller should re-read."""
+
+    code = "conflict"
+    exit_code = 6
+
+
+class StoreError(TidelineError):
+    """The database failed in a way not covered by a narrower class."""
+
+    code = "store_error"
+    exit_code = 10
+
+
+class StoreBusy(StoreError):
+    """The database stayed locked past the busy timeout and retries."""
+
+    code = "store_busy"
+    exit_code = 11
+
+
+class StoreFull(StoreError):
+    """The disk (or a configured quota) is full; nothing was written."""
+
+    code = "store_full"
+    exit_code = 12
+
+
+class StoreCorrupt(StoreError):
+    """The file is not a database or failed an integrity check."""
+
+    code = "store_corrupt"
+    exit_code = 13
+
+
+class SchemaTooNew(StoreError):
+    """The store was written by a newer Tideline schema than this one knows."""
+
+    code = "schema_too_new"
+    exit_code = 14
+
+
+class EmbedderMismatch(TidelineError):
+    """The store's vectors were made by another embedder.
+
+    Attributes:
+        stored: the marker recorded in the store (``model/dim``).
+        requested: the marker of the embedder that tried to open it.
+    """
+
+    code = "embedder_mismatch"
+    exit_code = 20
+
+    def __init__(self, stored: str, requested: str) -> None:
+        super().__init__(
+            f"store was built with embedder {stored!r} but {requested!r} was requested; "
+            f"open it with {stored!r} or run `tideline reembed`"
+        )
+        self.stored = stored
+        self.requested = requested
+
+
+class EmbedderError(TidelineError):
+    """The embedding model or endpoint failed."""
+
+    code = "embedder_error"
+    exit_code = 21
+
+
+def from_sqlite(exc: sqlite3.Error) -> TidelineError:
+    """Map a driver error to the typed tree by its SQLite error name.
+
+    Args:
+        exc: the error raised by :mod:`sqlite3`.
+
+    Returns:
+        The matching :class:`TidelineError`, with ``exc`` as its cause.
+    """
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    text = str(exc)
+    mapped: TidelineError
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
+        mapped = StoreBusy(text)
+    elif name.startswith("SQLITE_FULL") or "disk is full" in text:
+        mapped = StoreFull(text)
+    elif name.startswith(("SQLITE_CORRUPT", "SQLITE_NOTADB")) or "not a database" in text:
+        mapped = StoreCorrupt(text)
+    elif name.startswith("SQLITE_TOOBIG"):
+        mapped = InputTooLarge(text)
+    else:
+        mapped = StoreError(f"{name or 'sqlite error'}: {text}")
+    mapped.__cause__ = exc
+    return mapped

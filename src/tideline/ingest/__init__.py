@@ -1,0 +1,1 @@
+"""Importers: raw conversation turns from JSONL chats and agent transcripts."""

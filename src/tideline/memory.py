@@ -1,0 +1,543 @@
+"""The :class:`Memory` facade: the one object that the CLI, MCP server, hooks and plugins call."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tideline.config import Config
+from tideline.dynamics import reinforce, retention, weaken
+from tideline.embed import Embedder, embedder_from_marker, make_embedder
+from tideline.errors import InputTooLarge, InvalidInput
+from tideline.models import (
+    KINDS,
+    ImportResult,
+    MemoryRecord,
+    RecallPacket,
+    Turn,
+    WriteResult,
+    compute_weight,
+)
+from tideline.recall.engine import RecallEngine
+from tideline.recall.vectors import VectorSpaces
+from tideline.store import doctor as doctor_mod
+from tideline.store import reembed as reembed_mod
+from tideline.store.connection import peek_meta
+from tideline.store.sqlite import SQLiteStore
+from tideline.write.path import Writer
+from tideline.write.validate import (
+    clean_ids,
+    clean_list,
+    clean_name,
+    clean_text,
+    clean_weight,
+    parse_time,
+)
+
+__all__ = ["ImportResult", "Memory", "parse_time"]
+
+Progress = Callable[[int, int], None]
+
+
+class Memory:
+    """A long-term memory over one store directory and namespace.
+
+    Open with :meth:`open`; use as a context manager or call :meth:`close`.
+
+    Attributes:
+        config: the settings in force.
+        project: the current project scope (recall sees it plus ``global``), or None.
+    """
+
+    def __init__(self, config: Config, embedder: Embedder, *, project: str | None = None) -> None:
+        self.config = config
+        self.embedder = embedder
+        self.project = project
+        self.store = SQLiteStore(
+            config.home, config.namespace, embedder.marker,
+            busy_timeout_ms=config.busy_timeout_ms, retries=config.busy_retries,
+        )
+        self.vectors = VectorSpaces(self.store, embedder.dim, embedder.marker)
+        self._writer = Writer(self.store, embedder, self.vectors, config)
+        self._engine = RecallEngine(self.store, embedder, self.vectors, config)
+
+    @classmethod
+    def open(
+        cls,
+        home: str | Path | None = None,
+        *,
+        namespace: str | None = None,
+        embedder: str | Embedder | None = None,
+        project: str | None = None,
+        config: Config | None = None,
+    ) -> Memory:
+        """Open (or create) a store.
+
+        Args:
+            home: the store directory (default ``$TIDELINE_HOME`` or ``~/.tideline``).
+            namespace: a fully separate memory inside the directory.
+            embedder: ``e5`` (default for new stores), ``hashing``, ``http`` or an instance;
+                when omitted, an existing store opens with the embedder it was built with.
+            project: the current project (recall sees it plus ``global``);
+                default ``$TIDELINE_PROJECT``.
+            config: a full config; the other arguments override it.
+
+        Returns:
+            The opened memory.
+
+        Raises:
+            EmbedderMismatch: the store was built with another embedder.
+            StoreCorrupt: the database file is damaged.
+        """
+        cfg = config or Config.load()
+        overrides: dict[str, Any] = {}
+        if home is not None:
+            overrides["home"] = Path(home).expanduser()
+        if namespace is not None:
+            overrides["namespace"] = namespace
+        if isinstance(embedder, str):
+            overrides["embedder"] = embedder
+        if overrides:
+            cfg = dataclasses.replace(cfg, **overrides)
+        clean_name(cfg.namespace, "namespace", cfg.caps)
+        stored = None
+        if embedder is None and config is None and not os.environ.get("TIDELINE_EMBEDDER"):
+            stored = peek_meta(cfg.home, "embedder")
+        if stored is not None:
+            instance = embedder_from_marker(stored)
+        elif embedder is None or isinstance(embedder, str):
+            instance = make_embedder(cfg.embedder, url=cfg.embed_url, model=cfg.embed_model)
+        else:
+            instance = embedder
+        proj = project if project is not None else os.environ.get("TIDELINE_PROJECT") or None
+        if proj is not None:
+            proj = clean_name(proj, "project", cfg.caps)
+        return cls(cfg, instance, project=proj)
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Persist derived indexes and close the database."""
+        self.vectors.close()
+        self.store.close()
+
+    # -- scopes ---------------------------------------------------------------------------
+
+    def _scope(self, scope: str | None, *, write: bool) -> str:
+        if scope is None:
+            return "global" if write else (self.project or "global")
+        return clean_name(scope, "scope", self.config.caps)
+
+    def _scopes(self, scope: str | None) -> tuple[str, list[str]]:
+        current = self._scope(scope, write=False)
+        return current, list(dict.fromkeys([current, "global"]))
+
+    # -- write path -----------------------------------------------------------------------
+
+    def remember(
+        self,
+        text: str,
+        *,
+        scope: str | None = None,
+        kind: str = "fact",
+        tags: Iterable[str] | str | None = None,
+        source_links: Sequence[int] | None = None,
+        event_time: object = None,
+        importance: int = 3,
+        idempotency_key: str | None = None,
+        source: str = "api",
+    ) -> WriteResult:
+        """Store free text as a minimal memory (the text becomes the gesture).
+
+        Args:
+            text: what to remember.
+            scope: ``global`` (default) or a project name.
+            kind: fact, episode, preference, decision, narrative, …
+            tags: labels, merged on potentiation.
+            source_links: raw-turn ids this memory came from.
+            event_time: when it happened (epoch, ISO text or datetime), if known.
+            importance: 1–5.
+            idempotency_key: makes a retried write a no-op.
+            source: where the write came from.
+
+        Returns:
+            The novelty gate's decision (``new``, ``potentiate`` or ``link``) and the id.
+
+        Raises:
+            InvalidInput: a field is invalid (nothing is written).
+            InputTooLarge: a field is over its cap.
+        """
+        return self.write(text, scope=scope, kind=kind, tags=tags, source_links=source_links,
+                          event_time=event_time, importance=importance,
+                          idempotency_key=idempotency_key, source=source)
+
+    def write(
+        self,
+        gesture: str,
+        *,
+        context: str = "",
+        cognition_direction: str = "",
+        kind: str = "narrative",
+        scope: str | None = None,
+        tags: Iterable[str] | str | None = None,
+        entities_role: str = "",
+        related_entities: Iterable[str] | str | None = None,
+        source_links: Sequence[int] | None = None,
+        importance: int = 3,
+        emotional: int = 1,
+        recurrence: int = 1,
+        unresolved: int = 1,
+        event_time: object = None,
+        idempotency_key: str | None = None,
+        source: str = "api",
+    ) -> WriteResult:
+        """Store a structured narrative memory through the novelty gate.
+
+        Args:
+            gesture: what happened, one sentence with tone (or the plain fact).
+            context: the setting.
+            cognition_direction: where thinking went.
+            kind: fact, episode, preference, decision, narrative, dream, reflection, …
+            scope: ``global`` (default) or a project name.
+            tags: labels.
+            entities_role: who did what, e.g. ``A=判断+执行; B=审查``.
+            related_entities: names involved.
+            source_links: raw-turn ids the memory came from.
+            importance: 1–5.
+            emotional: 1–5.
+            recurrence: 1–5.
+            unresolved: 1–5.
+            event_time: when it happened, if known.
+            idempotency_key: makes a retried write a no-op.
+            source: where the write came from.
+
+        Returns:
+            The gate's decision and the id.
+
+        Raises:
+            InvalidInput: a field is invalid (nothing is written).
+            InputTooLarge: a field is over its cap.
+        """
+        draft = self._draft(
+            gesture=gesture, context=context, cognition_direction=cognition_direction,
+            kind=kind, scope=scope, tags=tags, entities_role=entities_role,
+            related_entities=related_entities, source_links=source_links,
+            importance=importance, emotional=emotional, recurrence=recurrence,
+            unresolved=unresolved, event_time=event_time,
+        )
+        key = None
+        if idempotency_key is not None:
+            key = clean_text(idempotency_key, "idempotency_key", 200, required=True)
+        return self._writer.write(draft, key=key, source=clean_name(source, "source",
+                                                                    self.config.caps))
+
+    def _draft(self, **f: Any) -> MemoryRecord:
+        caps = self.config.caps
+        kind = clean_name(f["kind"], "kind", caps)
+        if kind not in KINDS:
+            raise InvalidInput(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
+        weights = {k: clean_weight(f[k], k) for k in
+                   ("importance", "emotional", "recurrence", "unresolved")}
+        links = clean_ids(f["source_links"], "source_links", caps.source_links)
+        if links:
+            known = self.store.get_turns(links)
+            unknown = [i for i in links if i not in known]
+            if unknown:
+                raise InvalidInput(f"source_links name unknown turn ids: {unknown[:5]}")
+        return MemoryRecord(
+            id=0,
+            scope=self._scope(f["scope"], write=True),
+            kind=kind,
+            gesture=clean_text(f["gesture"], "gesture", caps.gesture_chars, required=True),
+            context=clean_text(f["context"], "context", caps.field_chars),
+            cognition_direction=clean_text(f["cognition_direction"], "cognition_direction",
+                                           caps.field_chars),
+            tags=clean_list(f["tags"], "tags", item_cap=caps.tag_chars, count_cap=caps.tags),
+            entities_role=clean_text(f["entities_role"], "entities_role", caps.field_chars),
+            related_entities=clean_list(f["related_entities"], "related_entities",
+                                        item_cap=caps.name_chars, count_cap=caps.entities),
+            source_links=links,
+            weight=compute_weight(**weights),
+            stability=self.config.dynamics.episodic_half_life_days,
+            event_time=parse_time(f["event_time"], "event_time"),
+            importance=weights["importance"], emotional=weights["emotional"],
+            recurrence=weights["recurrence"], unresolved=weights["unresolved"],
+        )
+
+    def add_turns(
+        self,
+        turns: Iterable[Mapping[str, Any]],
+        *,
+        scope: str | None = None,
+        source: str = "api",
+        session: str | None = None,
+        progress: Progress | None = None,
+    ) -> ImportResult:
+        """Store raw conversation turns whole (texture), idempotent by (source, message id).
+
+        Each mapping may hold ``session``, ``role`` and/or ``speaker``, ``text``,
+        ``timestamp`` and ``id`` (the source's own message id). A turn without an id
+        gets one derived from its session, index and text.
+
+        Args:
+            turns: the turns, in conversation order.
+            scope: the project they belong to (``global`` by default).
+            source: the system they came from (claude, hermes, jsonl, api…).
+            session: default session id for turns that carry none.
+            progress: called with (done, total) while embedding.
+
+        Returns:
+            How many were inserted and skipped (already stored).
+
+        Raises:
+            InvalidInput: a turn is malformed (nothing of the batch is written).
+            InputTooLarge: the batch or a turn is over its cap.
+        """
+        from tideline.ingest.turns import prepare_turns, store_turns
+
+        batch = list(turns)
+        caps = self.config.caps
+        if len(batch) > caps.batch:
+            raise InputTooLarge(f"batch of {len(batch)} turns; the cap is {caps.batch}")
+        prepared = prepare_turns(
+            batch, scope=self._scope(scope, write=True), source=clean_name(source, "source", caps),
+            session=session, caps=caps, next_index=self.store.next_turn_index,
+        )
+        return store_turns(self.store, self.embedder, prepared, progress=progress)
+
+    # -- recall ---------------------------------------------------------------------------
+
+    def recall(
+        self,
+        query: str,
+        *,
+        scope: str | None = None,
+        limit: int | None = None,
+        kind: str | None = None,
+        since: object = None,
+        until: object = None,
+        include_turns: bool = True,
+        abstain: bool = True,
+        tier: str = "recall",
+        log: bool = True,
+    ) -> RecallPacket:
+        """Recall what is relevant to ``query`` in the current project and ``global``.
+
+        Args:
+            query: free text in any language (never an FTS syntax error).
+            scope: the project to search with ``global`` (default: the current project).
+            limit: maximum items (default from config, capped).
+            kind: only memories of this kind.
+            since: only items from this time on (epoch, ISO or datetime).
+            until: only items up to this time.
+            include_turns: also return raw conversation turns (texture).
+            abstain: return nothing when nothing is trustworthy.
+            tier: who asked (recall, T1, T4, …), for the attention log.
+            log: journal the recall and record attention and co-recall eligibility.
+
+        Returns:
+            A :class:`~tideline.models.RecallPacket`.
+
+        Raises:
+            InvalidInput: bad query or filter.
+            InputTooLarge: query or limit over its cap.
+        """
+        caps = self.config.caps
+        text = clean_text(query, "query", caps.query_chars)
+        current, scopes = self._scopes(scope)
+        k = self.config.recall.limit if limit is None else int(limit)
+        if k < 1:
+            raise InvalidInput("limit must be at least 1")
+        if k > caps.limit:
+            raise InputTooLarge(f"limit {k} is over the cap {caps.limit}")
+        if kind is not None:
+            kind = clean_name(kind, "kind", caps)
+        if not text:
+            return RecallPacket(query=text, scope=current, items=(), abstained=True,
+                                latency_ms=0.0)
+        from tideline.recall.journal import RecallJournal
+
+        journal = RecallJournal(self.store, tier) if log else None
+        return self._engine.recall(
+            text, scopes=scopes, scope=current, limit=k, kind=kind,
+            since=parse_time(since, "since"), until=parse_time(until, "until"),
+            include_turns=include_turns, abstain=abstain,
+            on_hits=journal.record if journal else None,
+        )
+
+    # -- feedback and edits ---------------------------------------------------------------
+
+    def reflect(self, ids: Sequence[int], reward: float) -> dict[str, Any]:
+        """Reward (> 0) or penalise (< 0) recalled memories.
+
+        Args:
+            ids: memory ids.
+            reward: −1..1; positive reinforces, negative weakens.
+
+        Returns:
+            ``{"updated": [...], "missing": [...], "reward": r}``.
+
+        Raises:
+            InvalidInput: reward outside −1..1 or bad ids.
+        """
+        if isinstance(reward, bool) or not isinstance(reward, int | float) or not (
+            -1.0 <= float(reward) <= 1.0
+        ):
+            raise InvalidInput(f"reward must be a number in -1..1, got {reward!r}")
+        wanted = clean_ids(ids, "ids", self.config.caps.limit)
+        now = time.time()
+        dyn = self.config.dynamics
+        updated: list[int] = []
+        with self.store.db.write() as c:
+            found = self.store.get_memories(wanted, c)
+            for mid, rec in found.items():
+                if reward > 0:
+                    new = reinforce(rec, now, dyn, amount=float(reward))
+                elif reward < 0:
+                    new = weaken(rec, now, dyn, amount=-float(reward))
+                else:
+                    continue
+                self.store.update_memory(c, new)
+                updated.append(mid)
+            self.store.log_event(c, "reflect", {"ids": list(wanted), "reward": reward,
+                                                "updated": updated}, now=now)
+        missing = [i for i in wanted if i not in found]
+        return {"updated": updated, "missing": missing, "reward": reward}
+
+    def revise(self, memory_id: int, text: str | None = None, **fields: Any) -> WriteResult:
+        """Write a new version of a memory that supersedes the old one (history kept).
+
+        Args:
+            memory_id: the memory to revise.
+            text: the new gesture (default: unchanged).
+            **fields: any other field of :meth:`write` to change.
+
+        Returns:
+            The new version's id (decision ``new``).
+
+        Raises:
+            NotFound: no such memory.
+            Conflict: it was already superseded.
+            InvalidInput: bad fields.
+        """
+        from tideline.write.revise import revise_memory
+
+        return revise_memory(self, int(memory_id), text, fields)
+
+    def forget(self, memory_id: int) -> dict[str, Any]:
+        """Delete a memory for real (privacy): row, indexes, edges; journaled.
+
+        Raises:
+            NotFound: no such memory.
+        """
+        mid = clean_ids([memory_id], "id", 1)[0]
+        with self.store.db.write() as c:
+            rec = self.store.delete_memory(c, mid)
+            self.store.log_event(c, "forget", {"scope": rec.scope, "kind": rec.kind},
+                                 memory_id=mid)
+        return {"forgotten": mid, "scope": rec.scope}
+
+    # -- reading --------------------------------------------------------------------------
+
+    def get(self, memory_id: int) -> MemoryRecord:
+        """One memory by id.
+
+        Raises:
+            NotFound: no such memory.
+        """
+        return self.store.get_memory(clean_ids([memory_id], "id", 1)[0])
+
+    def show(self, memory_id: int) -> dict[str, Any]:
+        """A memory with its edges, version history, retention and linked raw turns.
+
+        Raises:
+            NotFound: no such memory.
+        """
+        rec = self.get(memory_id)
+        history: list[dict[str, Any]] = []
+        cursor = rec.supersedes
+        while cursor is not None and len(history) < 50:
+            found = self.store.get_memories([cursor])
+            if cursor not in found:
+                break
+            history.append(found[cursor].to_dict())
+            cursor = found[cursor].supersedes
+        out = rec.to_dict()
+        out["retention"] = round(retention(rec, time.time(), self.config.dynamics), 4)
+        out["edges"] = [e.to_dict() for e in self.store.edges_of([rec.id])]
+        out["history"] = history
+        out["turns"] = [t.to_dict() for t in self.store.get_turns(rec.source_links).values()]
+        return out
+
+    def turns(self, ids: Sequence[int]) -> list[Turn]:
+        """Raw turns by internal id (e.g. a memory's source_links)."""
+        return list(self.store.get_turns(clean_ids(ids, "ids", self.config.caps.batch)).values())
+
+    def events(
+        self, *, kinds: Sequence[str] | None = None, limit: int = 50
+    ) -> list[dict[str, Any]]:
+        """The journal, newest first."""
+        return self.store.events(kinds=kinds, limit=min(limit, 10_000))
+
+    def introspect(self) -> dict[str, Any]:
+        """Store statistics, the current project and the embedder in force."""
+        out = self.store.stats()
+        out.update({
+            "store": str(self.config.home),
+            "database": str(self.store.db.path),
+            "namespace": self.config.namespace,
+            "project": self.project,
+            "scopes": self.store.scopes(),
+            "embedder": {"name": self.embedder.name, "marker": self.embedder.marker,
+                         "dim": self.embedder.dim,
+                         "profile": dataclasses.asdict(self.embedder.profile)},
+            "schema_version": self.store.db.schema_version(),
+        })
+        return out
+
+    # -- maintenance ----------------------------------------------------------------------
+
+    def doctor(self, *, repair: bool = False, progress: Progress | None = None) -> dict[str, Any]:
+        """Check integrity, FTS integrity, foreign keys and row-count parity; repair derived data.
+
+        Args:
+            repair: rebuild full-text tables, missing vectors and index files.
+            progress: called with (done, total) while re-embedding missing vectors.
+
+        Returns:
+            The findings (``ok`` is False when anything is wrong and was not repaired).
+        """
+        return doctor_mod.run(self.store, self.embedder, self.vectors, repair=repair,
+                              progress=progress)
+
+    def reembed(self, embedder: str | Embedder, *, progress: Progress | None = None,
+                url: str | None = None, model: str | None = None) -> dict[str, Any]:
+        """Re-embed every memory and turn with another embedder and switch the store to it.
+
+        The new vectors are computed outside any transaction and swapped in at once;
+        the store stays usable (with the old embedder) until the swap.
+
+        Returns:
+            Counts and the old and new markers.
+
+        Raises:
+            EmbedderError: the new embedder failed (the store is unchanged).
+        """
+        new = make_embedder(embedder, url=url, model=model) if isinstance(embedder, str) \
+            else embedder
+        result = reembed_mod.run(self.store, new, progress=progress)
+        self.vectors.close()
+        self.embedder = new
+        self.store.marker = new.marker
+        self.vectors = VectorSpaces(self.store, new.dim, new.marker)
+        self._writer = Writer(self.store, new, self.vectors, self.config)
+        self._engine = RecallEngine(self.store, new, self.vectors, self.config)
+        return result

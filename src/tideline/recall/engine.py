@@ -1,0 +1,323 @@
+"""The recall path: lexical + vector candidates → fusion → graph spread → abstain?
+
+Scoring of one candidate (memory or raw turn)::
+
+    semantic  = clip((cos − floor) / (1 − floor), 0, 1)
+    keyword   = share of the query's keywords found verbatim in the text
+    lexical   = 1 / (1 + bm25 rank)                     (0 when not a lexical hit)
+    relevance = semantic + keyword_boost · keyword + lexical_weight · lexical
+    score     = relevance · salience,  salience from weight and retention (memories)
+
+The packet abstains when nothing is trustworthy: the best cosine is under the
+embedder's abstention floor and no candidate covers enough of the query's
+keywords. Graph spread then adds neighbours of the strongest hits over typed
+edges (``related``, ``co_recall``, ``contradicts``), hop by hop.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+
+from tideline.config import Config
+from tideline.dynamics import retention
+from tideline.embed.base import Embedder
+from tideline.models import MemoryRecord, RecallItem, RecallPacket, Turn, iso
+from tideline.recall.vectors import VectorSpaces
+from tideline.store import lexical
+from tideline.store.sqlite import SQLiteStore, memory_index_text, turn_index_text
+
+__all__ = ["Candidate", "RecallEngine"]
+
+GRAPH_EDGES = ("related", "co_recall", "contradicts")
+
+
+@dataclass
+class Candidate:
+    """A memory or turn under consideration, with the evidence gathered for it."""
+
+    type: Literal["memory", "turn"]
+    key: int
+    source: str
+    similarity: float = 0.0
+    lexical_rank: int | None = None
+    keyword: float = 0.0
+    score: float = 0.0
+
+
+class RecallEngine:
+    """Runs recall for one store."""
+
+    def __init__(
+        self, store: SQLiteStore, embedder: Embedder, vectors: VectorSpaces, config: Config
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.vectors = vectors
+        self.config = config
+
+    def recall(
+        self,
+        query: str,
+        *,
+        scopes: Sequence[str],
+        scope: str,
+        limit: int,
+        kind: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        include_turns: bool = True,
+        include_memories: bool = True,
+        abstain: bool = True,
+        query_vector: np.ndarray | None = None,
+        on_hits: Callable[[RecallPacket], None] | None = None,
+    ) -> RecallPacket:
+        """Recall memories (and raw turns) for ``query`` in ``scopes``.
+
+        Args:
+            query: validated query text.
+            scopes: scopes to search (the current project and ``global``).
+            scope: the current project, reported back in the packet.
+            limit: maximum items.
+            kind: only memories of this kind (turns are left out when set).
+            since: only items whose event (or record) time is at or after this epoch.
+            until: only items at or before this epoch.
+            include_turns: also search raw conversation turns.
+            include_memories: search memories.
+            abstain: return no items when nothing is trustworthy.
+            query_vector: a precomputed query embedding (benchmarks).
+            on_hits: called with the packet before it is returned (journaling).
+
+        Returns:
+            The packet, best first.
+        """
+        t0 = time.perf_counter()
+        qv = self.embedder.embed_query(query) if query_vector is None else query_vector
+        t1 = time.perf_counter()
+        tune = self.config.recall
+        k = max(tune.candidates, limit * 3)
+        terms = lexical.query_terms(query)
+        expr = lexical.match_expression(query)
+        tri = lexical.trigram_expression(query)
+        now = time.time()
+
+        cands: dict[tuple[str, int], Candidate] = {}
+        memories: dict[int, MemoryRecord] = {}
+        turns: dict[int, Turn] = {}
+        if include_memories:
+            memories = self._memory_candidates(qv, expr, tri, scopes, k, kind, since, until,
+                                               cands)
+        if include_turns and kind is None:
+            turns = self._turn_candidates(qv, expr, tri, scopes, k, since, until, cands)
+
+        profile = self.embedder.profile
+        for cand in cands.values():
+            if cand.type == "memory":
+                text = memory_index_text(memories[cand.key])
+            else:
+                t = turns[cand.key]
+                text = turn_index_text(t.speaker, t.text)
+            cand.keyword = _coverage(text, terms)
+            cand.score = self._relevance(cand, profile.floor)
+            if cand.type == "memory":
+                cand.score *= self._salience(memories[cand.key], now)
+
+        if include_memories:
+            self._spread(qv, cands, memories, scopes, kind, since, until, now)
+
+        best_sim = max((c.similarity for c in cands.values()), default=0.0)
+        best_kw = max((c.keyword for c in cands.values() if c.lexical_rank is not None),
+                      default=0.0)
+        trusted = best_sim >= profile.abstain or (bool(terms) and best_kw >= tune.keyword_trust)
+        ranked = sorted(cands.values(), key=lambda c: -c.score)
+        ranked = [c for c in ranked if c.similarity >= profile.floor or c.keyword > 0
+                  or c.source == "graph"]
+        abstained = not trusted
+        chosen = [] if (abstained and abstain) else ranked[:limit]
+        items = tuple(self._item(c, memories, turns, now) for c in chosen)
+        t2 = time.perf_counter()
+        packet = RecallPacket(
+            query=query, scope=scope, items=items, abstained=abstained,
+            latency_ms=(t2 - t0) * 1000, embed_ms=(t1 - t0) * 1000, engine_ms=(t2 - t1) * 1000,
+            best_similarity=best_sim, considered=len(cands),
+            filters={"kind": kind, "since": iso(since), "until": iso(until),
+                     "scopes": list(scopes)},
+        )
+        if on_hits is not None:
+            on_hits(packet)
+        return packet
+
+    # -- candidates -----------------------------------------------------------------------
+
+    def _memory_candidates(
+        self, qv: np.ndarray, expr: str | None, tri: str | None, scopes: Sequence[str], k: int,
+        kind: str | None, since: float | None, until: float | None,
+        cands: dict[tuple[str, int], Candidate],
+    ) -> dict[int, MemoryRecord]:
+        vec = self.vectors.search("m", scopes, qv, k)
+        lex = self._lexical(expr, tri, "memories", scopes, k, kind, since, until)
+        recs = self.store.get_memories([*vec, *lex])
+        live = {
+            mid: r for mid, r in recs.items()
+            if r.status != "superseded" and (kind is None or r.kind == kind)
+            and _in_time(r.event_time or r.recorded_at, since, until)
+        }
+        missing = [m for m in lex if m in live and m not in vec]
+        if missing:
+            for mid, v in self.store.memory_vectors(missing, self.embedder.dim).items():
+                vec[mid] = float(v @ qv)
+        for mid in live:
+            cands[("memory", mid)] = Candidate(
+                "memory", mid, "lexical" if mid in lex else "vector",
+                similarity=vec.get(mid, 0.0), lexical_rank=lex.get(mid),
+            )
+        return live
+
+    def _turn_candidates(
+        self, qv: np.ndarray, expr: str | None, tri: str | None, scopes: Sequence[str], k: int,
+        since: float | None, until: float | None, cands: dict[tuple[str, int], Candidate],
+    ) -> dict[int, Turn]:
+        vec = self.vectors.search("t", scopes, qv, k)
+        lex = self._lexical(expr, tri, "turns", scopes, k, None, since, until)
+        turns = {
+            tid: t for tid, t in self.store.get_turns([*vec, *lex]).items()
+            if _in_time(t.timestamp or t.recorded_at, since, until)
+        }
+        missing = [t for t in lex if t in turns and t not in vec]
+        if missing:
+            for tid, v in self.store.turn_vectors(missing, self.embedder.dim).items():
+                vec[tid] = float(v @ qv)
+        for tid in turns:
+            source = "lexical" if tid in lex else "vector"
+            cands[("turn", tid)] = Candidate("turn", tid, source, similarity=vec.get(tid, 0.0),
+                                             lexical_rank=lex.get(tid))
+        return turns
+
+    def _lexical(
+        self, expr: str | None, tri: str | None, table: str, scopes: Sequence[str], k: int,
+        kind: str | None, since: float | None, until: float | None,
+    ) -> dict[int, int]:
+        """Rank position (0 = best) of each lexical hit, word and trigram tables merged."""
+        ranks: dict[int, int] = {}
+        for expression, suffix in ((expr, "_fts"), (tri, "_tri")):
+            if not expression:
+                continue
+            if table == "memories":
+                rows = self.store.lexical_memories(expression, table + suffix, scopes=scopes,
+                                                   limit=k, kind=kind, since=since, until=until)
+            else:
+                rows = self.store.lexical_turns(expression, table + suffix, scopes=scopes,
+                                                limit=k, since=since, until=until)
+            for pos, (key, _bm25) in enumerate(rows):
+                ranks[key] = min(ranks.get(key, pos), pos)
+        return ranks
+
+    # -- scoring --------------------------------------------------------------------------
+
+    def _relevance(self, cand: Candidate, floor: float) -> float:
+        tune = self.config.recall
+        semantic = min(1.0, max(0.0, (cand.similarity - floor) / max(1e-6, 1.0 - floor)))
+        lexical_part = 0.0 if cand.lexical_rank is None else 1.0 / (1.0 + cand.lexical_rank)
+        return semantic + tune.keyword_boost * cand.keyword + tune.lexical_weight * lexical_part
+
+    def _salience(self, rec: MemoryRecord, now: float) -> float:
+        tune = self.config.recall
+        ret = retention(rec, now, self.config.dynamics)
+        if rec.status == "semantic":
+            ret = max(ret, 0.5)
+        return (1.0 - tune.weight_share + tune.weight_share * rec.weight) * (
+            1.0 - tune.retention_share + tune.retention_share * ret
+        )
+
+    def _spread(
+        self, qv: np.ndarray, cands: dict[tuple[str, int], Candidate],
+        memories: dict[int, MemoryRecord], scopes: Sequence[str], kind: str | None,
+        since: float | None, until: float | None, now: float,
+    ) -> None:
+        """Add neighbours of the strongest memory hits over typed edges (multi-hop)."""
+        tune = self.config.recall
+        seeds = sorted((c for c in cands.values() if c.type == "memory"),
+                       key=lambda c: -c.score)[: tune.graph_seeds]
+        frontier = {c.key: c.score for c in seeds if c.score > 0}
+        allowed = set(scopes)
+        for hop in range(1, tune.graph_hops + 1):
+            if not frontier:
+                return
+            edges = self.store.edges_of(list(frontier), GRAPH_EDGES)
+            reached: dict[int, float] = {}
+            for e in edges:
+                for a, b in ((e.src, e.dst), (e.dst, e.src)):
+                    if a in frontier and b not in frontier:
+                        value = frontier[a] * e.weight * (tune.graph_decay ** hop)
+                        reached[b] = max(reached.get(b, 0.0), value)
+            new_ids = [m for m in reached if ("memory", m) not in cands]
+            recs = self.store.get_memories(new_ids)
+            vecs = self.store.memory_vectors(list(recs), self.embedder.dim) if recs else {}
+            next_frontier: dict[int, float] = {}
+            for mid, value in reached.items():
+                existing = cands.get(("memory", mid))
+                if existing is not None:
+                    existing.score = max(existing.score, existing.score + 0.25 * value)
+                    continue
+                rec = recs.get(mid)
+                if (rec is None or rec.scope not in allowed or rec.status == "superseded"
+                        or (kind is not None and rec.kind != kind)
+                        or not _in_time(rec.event_time or rec.recorded_at, since, until)):
+                    continue
+                sim = float(vecs[mid] @ qv) if mid in vecs else 0.0
+                memories[mid] = rec
+                cands[("memory", mid)] = Candidate(
+                    "memory", mid, "graph", similarity=sim,
+                    score=value * self._salience(rec, now),
+                )
+                next_frontier[mid] = value
+            frontier = next_frontier
+
+    # -- output ---------------------------------------------------------------------------
+
+    def _item(
+        self, cand: Candidate, memories: dict[int, MemoryRecord], turns: dict[int, Turn],
+        now: float,
+    ) -> RecallItem:
+        confidence = round(1.0 - math.exp(-2.5 * max(0.0, cand.score)), 4)
+        if cand.type == "memory":
+            rec = memories[cand.key]
+            return RecallItem(
+                type="memory", id=rec.id, text=rec.text, confidence=confidence,
+                source=cand.source, scope=rec.scope, kind=rec.kind,
+                similarity=round(cand.similarity, 4), score=round(cand.score, 4),
+                event_time=iso(rec.event_time), recorded_at=iso(rec.recorded_at),
+                source_links=rec.source_links, tags=rec.tags, weight=rec.weight,
+                retention=round(retention(rec, now, self.config.dynamics), 4),
+                status=rec.status,
+            )
+        t = turns[cand.key]
+        return RecallItem(
+            type="turn", id=t.message_id, text=t.text, confidence=confidence,
+            source=cand.source, scope=t.scope, kind="turn",
+            similarity=round(cand.similarity, 4), score=round(cand.score, 4),
+            event_time=iso(t.timestamp), recorded_at=iso(t.recorded_at),
+            turn_id=t.id, message_id=t.message_id, session=t.session,
+            turn_index=t.turn_index, speaker=t.speaker, role=t.role,
+            timestamp=iso(t.timestamp),
+        )
+
+
+def _coverage(text: str, terms: Sequence[str]) -> float:
+    if not terms:
+        return 0.0
+    hits = sum(1 for t in terms if lexical.contains_term(text, t))
+    return hits / len(terms)
+
+
+def _in_time(ts: float | None, since: float | None, until: float | None) -> bool:
+    if ts is None:
+        return since is None and until is None
+    if since is not None and ts < since:
+        return False
+    return not (until is not None and ts > until)

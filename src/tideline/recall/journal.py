@@ -1,0 +1,62 @@
+"""Journaling of recalls: the event, the attention log and co-recall eligibility.
+
+Every recall appends one ``recall`` event (latency, abstention, best confidence);
+every memory hit goes to ``attention_log`` (memory, similarity, time, tier) and to
+``eligibility`` (rank and score), from which sleep later learns ``co_recall``
+edges. All of it is one short write transaction after the recall has finished.
+"""
+
+from __future__ import annotations
+
+import time
+
+from tideline.models import RecallPacket
+from tideline.store.sqlite import SQLiteStore
+
+__all__ = ["RecallJournal"]
+
+
+class RecallJournal:
+    """Records one recall's outcome for the report, attention heatmap and plasticity."""
+
+    def __init__(self, store: SQLiteStore, tier: str) -> None:
+        self.store = store
+        self.tier = tier
+
+    def record(self, packet: RecallPacket) -> None:
+        """Write the event, attention rows and eligibility rows for ``packet``."""
+        now = time.time()
+        ns = self.store.namespace
+        hits = [i for i in packet.items if i.type == "memory"]
+        data = {
+            "latency_ms": round(packet.latency_ms, 3),
+            "engine_ms": round(packet.engine_ms, 3),
+            "abstained": packet.abstained,
+            "items": len(packet.items),
+            "top_confidence": packet.items[0].confidence if packet.items else 0.0,
+            "best_similarity": round(packet.best_similarity, 4),
+            "scope": packet.scope,
+            "tier": self.tier,
+        }
+        with self.store.db.write() as c:
+            cur = c.execute(
+                "INSERT INTO events(ts, namespace, kind, memory_id, data) VALUES (?,?,?,?,?)",
+                (now, ns, "recall", None, _json(data)),
+            )
+            recall_id = int(cur.lastrowid or 0)
+            c.executemany(
+                "INSERT INTO attention_log(namespace, memory_id, cluster, similarity, tier, ts) "
+                "VALUES (?,?,?,?,?,?)",
+                [(ns, int(i.id), None, i.similarity, self.tier, now) for i in hits],
+            )
+            c.executemany(
+                "INSERT INTO eligibility(namespace, recall_id, memory_id, rank, score, ts) "
+                "VALUES (?,?,?,?,?,?)",
+                [(ns, recall_id, int(i.id), rank, i.score, now) for rank, i in enumerate(hits)],
+            )
+
+
+def _json(data: dict[str, object]) -> str:
+    import json
+
+    return json.dumps(data, ensure_ascii=False)

@@ -1,0 +1,85 @@
+"""One derived ANN index per vector space, kept in step with the store.
+
+A space is one kind of row (``m`` memories, ``t`` raw turns) in one scope of one
+namespace, so that scope isolation is structural: a recall in project A only
+ever searches the indexes of A and ``global``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from tideline.recall.vector_index import VectorIndex
+from tideline.store.sqlite import SQLiteStore
+
+__all__ = ["VectorSpaces"]
+
+
+def _file_name(space: str) -> str:
+    readable = re.sub(r"[^A-Za-z0-9_-]+", "_", space)[:40]
+    digest = hashlib.sha1(space.encode("utf-8"), usedforsecurity=False).hexdigest()[:12]
+    return f"{readable}-{digest}"
+
+
+class VectorSpaces:
+    """Lazily opened :class:`VectorIndex` objects, one per space.
+
+    Args:
+        store: the store whose ``vectors`` table is the source of truth.
+        dim: vector dimension.
+        marker: the embedder marker; an index file built for another marker is rebuilt.
+    """
+
+    def __init__(self, store: SQLiteStore, dim: int, marker: str) -> None:
+        self.store = store
+        self.dim = dim
+        self.marker = marker
+        self.directory: Path = store.directory / "index"
+        self._indexes: dict[str, VectorIndex] = {}
+        self._lock = threading.Lock()
+
+    def index(self, kind: str, scope: str) -> VectorIndex:
+        """The synced index of one space."""
+        space = self.store.space(kind, scope)
+        with self._lock:
+            idx = self._indexes.get(space)
+            if idx is None:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                idx = VectorIndex(self.directory, _file_name(space), self.dim, self.marker)
+                self._indexes[space] = idx
+        idx.sync(self.store.source(kind, scope, self.dim))
+        return idx
+
+    def search(
+        self, kind: str, scopes: Sequence[str], query: np.ndarray, k: int
+    ) -> dict[int, float]:
+        """Top-``k`` keys per scope merged: ``{key: cosine}``."""
+        hits: dict[int, float] = {}
+        for scope in dict.fromkeys(scopes):
+            for key, sim in self.index(kind, scope).search(query, k):
+                hits[int(key)] = float(sim)
+        return hits
+
+    def rebuild_all(self) -> dict[str, int]:
+        """Rebuild every space's index from the database; returns sizes by space."""
+        sizes: dict[str, int] = {}
+        for scope in self.store.scopes():
+            for kind in ("m", "t"):
+                idx = self.index(kind, scope)
+                idx.rebuild(self.store.source(kind, scope, self.dim))
+                idx.save()
+                sizes[self.store.space(kind, scope)] = len(idx)
+        return sizes
+
+    def close(self) -> None:
+        """Persist what changed and drop the in-memory indexes."""
+        with self._lock:
+            for idx in self._indexes.values():
+                idx.close()
+            self._indexes.clear()

@@ -1,0 +1,268 @@
+"""The SQLite connection: pragmas, short write transactions, migrations, backups.
+
+Every write runs inside ``BEGIN IMMEDIATE`` so that two processes never both
+hold a read snapshot and then fight for the write lock (the cause of
+"database is locked" under deferred transactions). The busy timeout waits for
+the lock; a bounded number of retries with jitter covers the rest. Nothing slow
+(an embedding, an LLM call) ever runs inside a transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import shutil
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from tideline.errors import SchemaTooNew, StoreCorrupt, StoreError, from_sqlite
+from tideline.store.schema import MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["Database", "peek_meta"]
+
+DB_FILE = "tideline.db"
+
+
+class Database:
+    """One connection to the store's SQLite file, safe to share between threads.
+
+    Args:
+        directory: the store directory (created if missing).
+        busy_timeout_ms: how long one attempt waits for the write lock.
+        retries: extra attempts (with jittered back-off) after a busy timeout.
+    """
+
+    def __init__(self, directory: Path, *, busy_timeout_ms: int = 5_000, retries: int = 6) -> None:
+        self.directory = directory
+        self.path = directory / DB_FILE
+        self.retries = retries
+        self._lock = threading.RLock()
+        self._depth = 0
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            (directory / "backups").mkdir(exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create store directory {directory}: {exc}") from exc
+        try:
+            self.conn = sqlite3.connect(
+                self.path,
+                timeout=busy_timeout_ms / 1000,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+            self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
+            if str(mode).lower() != "wal":
+                raise StoreError(f"could not switch {self.path} to WAL (got {mode})")
+            self.conn.execute("PRAGMA synchronous = NORMAL")
+            self.conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.Error as exc:
+            raise from_sqlite(exc) from exc
+        self.migrated_from = self._migrate()
+
+    # -- transactions ---------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """A short ``BEGIN IMMEDIATE`` transaction; commits on success, rolls back on error.
+
+        Nested use joins the outer transaction.
+
+        Raises:
+            StoreBusy: the write lock could not be had after the retries.
+            StoreError: any other database failure (typed by SQLite error name).
+        """
+        with self._lock:
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield self.conn
+                finally:
+                    self._depth -= 1
+                return
+            self._begin()
+            self._depth = 1
+            try:
+                yield self.conn
+            except BaseException as exc:
+                self._depth = 0
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise from_sqlite(exc) from exc
+                raise
+            self._depth = 0
+            try:
+                self.conn.execute("COMMIT")
+            except sqlite3.Error as exc:
+                with contextlib.suppress(sqlite3.Error):
+                    self.conn.execute("ROLLBACK")
+                raise from_sqlite(exc) from exc
+
+    def _begin(self) -> None:
+        for attempt in range(self.retries + 1):
+            try:
+                self.conn.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                busy = "locked" in str(exc) or "busy" in str(exc)
+                if not busy or attempt == self.retries:
+                    raise from_sqlite(exc) from exc
+                time.sleep(random.uniform(0.01, 0.05) * (2**attempt))  # noqa: S311
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[sqlite3.Connection]:
+        """The connection for reads (one consistent snapshot per statement).
+
+        Raises:
+            StoreError: a database failure, typed by SQLite error name.
+        """
+        with self._lock:
+            try:
+                yield self.conn
+            except sqlite3.Error as exc:
+                raise from_sqlite(exc) from exc
+
+    # -- meta, migrations, backups --------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        """Read one ``db_meta`` value."""
+        with self.read() as db:
+            row = db.execute("SELECT value FROM db_meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Write one ``db_meta`` value."""
+        with self.write() as db:
+            db.execute(
+                "INSERT INTO db_meta(key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    def schema_version(self) -> int:
+        """The number of migrations applied to this file."""
+        with self.read() as db:
+            exists = db.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'db_meta'"
+            ).fetchone()
+            if not exists:
+                return 0
+            row = db.execute("SELECT value FROM db_meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _migrate(self) -> int | None:
+        try:
+            current = self.schema_version()
+        except StoreError as exc:
+            raise StoreCorrupt(f"{self.path} is not a readable Tideline store: {exc}") from exc
+        if current > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"{self.path} has schema {current}; this Tideline knows up to {SCHEMA_VERSION}"
+            )
+        if current == SCHEMA_VERSION:
+            return None
+        if current > 0:
+            self.backup(f"pre-migrate-v{current}")
+        for number in range(current, SCHEMA_VERSION):
+            with self.write() as db:
+                db.execute(
+                    "CREATE TABLE IF NOT EXISTS db_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+                )
+                row = db.execute(
+                    "SELECT value FROM db_meta WHERE key = 'schema_version'"
+                ).fetchone()
+                if (int(row[0]) if row else 0) != number:
+                    continue  # another process migrated meanwhile
+                MIGRATIONS[number](db)
+                db.execute(
+                    "INSERT INTO db_meta(key, value) VALUES ('schema_version', ?) "
+                    "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                    (str(number + 1),),
+                )
+        return current
+
+    def backup(self, label: str, keep: int | None = None) -> Path:
+        """Copy the database through SQLite's online backup API into ``backups/``.
+
+        Args:
+            label: a word that ends up in the file name.
+            keep: if given, keep only the newest ``keep`` backups with this label.
+
+        Returns:
+            The backup file.
+
+        Raises:
+            StoreFull: the disk filled up during the copy (the partial file is removed).
+        """
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{time.time_ns() % 10**9:09d}"
+        target = self.directory / "backups" / f"{label}-{stamp}.db"
+        tmp = target.with_suffix(".partial")
+        try:
+            dest = sqlite3.connect(tmp)
+            try:
+                with self._lock:
+                    self.conn.backup(dest)
+            finally:
+                dest.close()
+            tmp.replace(target)
+        except sqlite3.Error as exc:
+            tmp.unlink(missing_ok=True)
+            raise from_sqlite(exc) from exc
+        except OSError as exc:
+            tmp.unlink(missing_ok=True)
+            raise StoreError(f"backup failed: {exc}") from exc
+        if keep is not None:
+            olds = sorted((self.directory / "backups").glob(f"{label}-*.db"))
+            for old in olds[: max(0, len(olds) - keep)] if keep > 0 else olds:
+                old.unlink(missing_ok=True)
+        return target
+
+    def restore(self, backup: Path) -> None:
+        """Replace the live database with a backup file (used by tests and doctor).
+
+        Raises:
+            StoreError: the copy failed.
+        """
+        with self._lock:
+            src = sqlite3.connect(backup)
+            try:
+                src.backup(self.conn)
+            except sqlite3.Error as exc:
+                raise from_sqlite(exc) from exc
+            finally:
+                src.close()
+
+    def checkpoint(self) -> None:
+        """Fold the WAL back into the database file (cheap when idle)."""
+        with self.read() as db:
+            db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock, contextlib.suppress(sqlite3.Error):
+            self.conn.close()
+
+    def copy_file(self, target: Path) -> None:
+        """Copy the raw database file (after a checkpoint) — for export tooling."""
+        self.checkpoint()
+        shutil.copyfile(self.path, target)
+
+
+def peek_meta(directory: Path, key: str) -> str | None:
+    """Read one ``db_meta`` value without opening the store for writing (None if absent)."""
+    path = directory / DB_FILE
+    if not path.exists():
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        try:
+            row = conn.execute("SELECT value FROM db_meta WHERE key = ?", (key,)).fetchone()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return None
+    return None if row is None else str(row[0])

@@ -1,0 +1,514 @@
+"""Lexical search helpers: safe FTS5 expressions, CJK-aware indexing, keyword terms.
+
+Two FTS5 tables back lexical recall (rowid = the row's integer id)::
+
+    CREATE VIRTUAL TABLE memories_fts USING fts5(
+        body, tokenize="unicode61 remove_diacritics 2");  -- body = index_text(text)
+    CREATE VIRTUAL TABLE memories_tri USING fts5(
+        body, tokenize="trigram");                          -- body = NFC text
+
+The word table (``unicode61``) splits on punctuation and treats a run of CJK
+characters without spaces as a single token, so :func:`index_text` rewrites
+every CJK run into its character bigrams (in order, so that a phrase of bigrams
+matches any contiguous substring of two or more characters), the run's last
+character alone (so that a one-character prefix query finds every occurrence),
+and the jieba ``cut_for_search`` words (whole words weigh more in BM25).
+:func:`match_expression` mirrors that on the query side, and quotes every
+term, so no user text can reach the FTS5 query parser as syntax.
+
+The trigram table catches substrings of identifiers (``E1234`` inside
+``errE1234x``, ``psycopg`` inside ``psycopg2-binary``); :func:`trigram_expression`
+builds its query from the whitespace tokens of three characters or more.
+
+jieba is imported lazily, on the first text that holds CJK characters: it costs
+about half a second to load, and nothing else pays for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import unicodedata
+import warnings
+from typing import Any, Literal
+
+from tideline.errors import InvalidInput
+
+__all__ = [
+    "MAX_TERM_CHARS",
+    "MAX_TERMS",
+    "contains_term",
+    "has_cjk",
+    "index_text",
+    "match_expression",
+    "query_terms",
+    "raw_match",
+    "trigram_expression",
+]
+
+MAX_TERMS = 64
+"""Most terms one MATCH expression (or one list of boost terms) holds; later ones are ignored."""
+
+MAX_TERM_CHARS = 128
+"""Longest quoted term; a longer one is cut and becomes a prefix query (or, for the
+trigram table, a shorter substring), which only ever widens the match."""
+
+_MAX_CJK_WORD = 32
+"""Longest CJK word (jieba word, kana/hangul run) used whole in a query; a longer one
+becomes the bigram phrase of its prefix, which still matches wherever the whole does."""
+
+_MAX_PARTS = 8
+"""Most jieba search parts used as the alternative spelling of one long Han word."""
+
+# --- character classes -------------------------------------------------------------
+
+# Han ideographs (and the ideographic iteration / number marks used with them).
+_HAN = (
+    "\u3005-\u3007\u3021-\u3029\u3038-\u303c\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+    "\U00020000-\U0002fa1f\U00030000-\U000323af"
+)
+# Kana, hangul, bopomofo: CJK scripts that jieba does not segment.
+_KANA_HANGUL = (
+    "\u1100-\u11ff\u3031-\u3035\u3041-\u3096\u309d-\u309f\u30a1-\u30fa\u30fc-\u30ff"
+    "\u3105-\u312f\u3131-\u318e\u31a0-\u31bf\u31f0-\u31ff\ua960-\ua97c\uac00-\ud7a3"
+    "\ud7b0-\ud7fb\uff66-\uff9f\uffa0-\uffdc\U0001b000-\U0001b16f"
+)
+_CJK_RUN = re.compile(f"[{_HAN}{_KANA_HANGUL}]+")
+_CJK_SEGMENT = re.compile(f"(?P<han>[{_HAN}]+)|(?P<other>[{_KANA_HANGUL}]+)")
+
+# Letters that Python's Unicode tables call L*/N* but that SQLite's unicode61
+# tokenizer (Unicode 6.1 data) treats as separators.
+_NOT_TOKEN_CHARS = frozenset(
+    [chr(cp) for cp in range(0x19B0, 0x19C1)] + ["\u19c8", "\u19c9", "\u1cf2", "\u1cf3"]
+)
+
+# Characters stripped from both ends of a whitespace token (keyword and trigram terms).
+_EDGE_PUNCT = (
+    ",.;:!?()[]{}<>\"'`"
+    "\u2018\u2019\u201a\u201c\u201d\u201e\u00ab\u00bb\u2039\u203a\u2026"
+    "\u3001\u3002\u300a\u300b\u300c\u300d\u300e\u300f\u3010\u3011"
+    "\uff01\uff08\uff09\uff0c\uff0e\uff1a\uff1b\uff1f"
+)
+_LEAD_PUNCT = _EDGE_PUNCT.replace(".", "")  # keep a leading dot: ".env", ".NET"
+
+_ASCII_CONTROLS = {cp: " " for cp in [*range(0x20), 0x7F]}
+_ASCII_PUNCT = "".join(chr(cp) for cp in range(0x21, 0x7F) if not chr(cp).isalnum())
+
+# --- stopwords (casefolded) ---------------------------------------------------------
+
+_STOP_EN = """
+a about above after again against all also am an and any are as at be because been before
+being below between both but by can could did do does doing done down during each either
+else ever few for from further get got had has have having he her here hers herself him
+himself his how i if in into is it its itself just let me might more most much must my
+myself no nor not now of off on once only or other our ours ourselves out over own please
+same shall she should so some such than that the their theirs them themselves then there
+these they this those through to too under until up upon us very was we were what when
+where which while who whom whose why will with would yes yet you your yours yourself
+yourselves i'm i've i'd i'll you're you've it's that's there's what's who's let's don't
+doesn't didn't isn't aren't wasn't weren't can't couldn't won't wouldn't shouldn't
+"""
+_STOP_DE = """
+aber alle allem allen aller alles als also am an ander andere anderem anderen anderer
+anderes auch auf aus bei bin bis bist da damit dann das dass dein deine dem den denn der
+des dich die dies diese diesem diesen dieser dieses dir doch dort du durch ein eine einem
+einen einer eines er es etwas euch euer eure für gegen hab habe haben hat hatte hatten
+hier hin ich ihm ihn ihnen ihr ihre im in ist ja jede jedem jeden jeder jedes kann kein
+keine man mein meine mich mir mit muss nach nicht nichts noch nun nur ob oder ohne sehr
+sein seine sich sie sind so solche soll sollte sondern um und uns unser unsere unter viel
+vom von vor war waren warum was weg weil welche welchem welchen welcher welches wenn wer
+werde werden wie wieder will wir wird wo wollen zu zum zur über
+"""
+_STOP_RU = """
+а без более бы был была были было быть в вам вас весь во вот все всего всех вы где да
+даже для до его ее её ей если есть еще ещё же за здесь и из или им их к как какая какой
+когда кто ли либо мне много может мы на над надо не него нее неё нет ни них но ну о об
+однако он она они оно от очень по под при с со так также такой там те тем то того тоже
+той только том ты у уже хотя чего чей чем что чтобы чье чья эта эти это этого этой этом
+этот я
+"""
+_STOP_CJK = """
+的 了 是 在 和 与 及 或 也 都 就 而 之 其 这 那 这个 那个 一个 我 你 他 她 它 我们 你们 他们
+吗 呢 吧 啊 呀 么 什么 怎么 如何 哪 哪个 有 没 没有 不 被 把 给 对 从 向 于 以 为 着 过 地 得
+个 些 很 还 又 请 让 が は を に で と も の へ や か ね よ な だ です ます
+"""
+_STOPWORDS = frozenset((_STOP_EN + _STOP_DE + _STOP_RU + _STOP_CJK).split())
+
+# --- jieba (lazy) -------------------------------------------------------------------
+
+_jieba: Any = None
+_jieba_lock = threading.Lock()
+
+
+def _load_jieba() -> Any:
+    """Import and initialise jieba once, silently (no log lines, no warnings)."""
+    global _jieba
+    if _jieba is None:
+        with _jieba_lock:
+            if _jieba is None:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    import jieba
+
+                    jieba.setLogLevel(logging.WARNING)
+                    jieba.initialize()
+                _jieba = jieba
+    return _jieba
+
+
+def _cut(text: str) -> list[str]:
+    return [w for w in _load_jieba().lcut(text) if w.strip()]
+
+
+def _cut_for_search(text: str) -> list[str]:
+    return [w for w in _load_jieba().lcut_for_search(text) if w.strip()]
+
+
+# --- normalisation ------------------------------------------------------------------
+
+
+def _strip_invisible(text: str, *, drop_format: bool) -> str:
+    """Controls become spaces; lone surrogates (and, if asked, format chars) go."""
+    if text.isascii():
+        return text.translate(_ASCII_CONTROLS)
+    out: list[str] = []
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if cat == "Cc":
+            out.append(" ")
+        elif cat == "Cs" or (drop_format and cat == "Cf"):
+            continue
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _clean_words(text: str) -> str:
+    """Normalisation shared by :func:`index_text` and :func:`match_expression`.
+
+    NFKC folds full-width forms, ligatures and half-width kana; zero-width and
+    bidi format characters are dropped so that ``foo\\u200bbar`` is ``foobar`` on
+    both sides.
+    """
+    return unicodedata.normalize("NFKC", _strip_invisible(text, drop_format=True))
+
+
+def _clean_keywords(text: str) -> str:
+    """Normalisation for keyword matching: NFC, casefolded."""
+    cleaned = unicodedata.normalize("NFC", _strip_invisible(text, drop_format=True))
+    return unicodedata.normalize("NFC", cleaned.casefold())
+
+
+def _is_token_char(ch: str) -> bool:
+    """True when unicode61 surely keeps ``ch`` as (part of) a token."""
+    if ch.isascii():
+        return ch.isalnum()
+    cat = unicodedata.category(ch)
+    return (cat[0] in "LN" or cat == "Co") and ch not in _NOT_TOKEN_CHARS
+
+
+def _has_token(text: str) -> bool:
+    return any(_is_token_char(ch) for ch in text)
+
+
+def _is_word_char(ch: str) -> bool:
+    """Word character for keyword boundaries: letter, digit or ``_``, not CJK."""
+    return (ch.isalnum() or ch == "_") and _CJK_RUN.match(ch) is None
+
+
+def _strip_edges(token: str) -> str:
+    return token.lstrip(_LEAD_PUNCT).rstrip(_EDGE_PUNCT)
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _bigrams(run: str) -> list[str]:
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+# --- public API ---------------------------------------------------------------------
+
+
+def has_cjk(text: str) -> bool:
+    """Tell whether ``text`` holds any Chinese, Japanese or Korean letter.
+
+    Args:
+        text: any text.
+
+    Returns:
+        True when a Han ideograph, kana, hangul or bopomofo character occurs.
+    """
+    return _CJK_RUN.search(text) is not None
+
+
+def index_text(text: str) -> str:
+    """Text to store in the unicode61 table's ``body``.
+
+    Non-CJK text is kept (NFKC-normalised, controls and invisible format
+    characters removed). Every CJK run is replaced by its character bigrams in
+    order, then its last character alone, then the jieba search words (two
+    characters or more) of its Han parts and its kana/hangul parts as whole
+    words. The result is only for the index; never show it.
+
+    Args:
+        text: the memory or turn text.
+
+    Returns:
+        The body for the ``unicode61`` FTS5 table.
+    """
+    cleaned = _clean_words(text)
+    if not has_cjk(cleaned):
+        return cleaned
+    out: list[str] = []
+    pos = 0
+    for match in _CJK_RUN.finditer(cleaned):
+        run = match.group()
+        parts = _bigrams(run)
+        parts.append(run[-1])
+        for seg in _CJK_SEGMENT.finditer(run):
+            if seg.group("han"):
+                parts.extend(w for w in _cut_for_search(seg.group()) if len(w) >= 2)
+            elif 2 <= len(seg.group()) <= _MAX_CJK_WORD:
+                parts.append(seg.group())
+        out.append(cleaned[pos : match.start()])
+        out.append(" " + " ".join(parts) + " ")
+        pos = match.end()
+    out.append(cleaned[pos:])
+    return "".join(out)
+
+
+def _cjk_term(word: str, *, han: bool = False) -> str:
+    """Query expression for one CJK word, matching the rewrite of :func:`index_text`.
+
+    One character is a prefix query (it finds the bigrams that start with it and
+    the last character of a run); two characters are one bigram; a longer word
+    is its bigram phrase OR the word itself (a jieba token, for BM25 weight).
+    A longer Han compound (``边界问题``, ``人工智能``) may also match as all of its
+    jieba search parts (``边界`` AND ``问题``), so ``边界的问题`` is found too.
+    """
+    if len(word) == 1:
+        return _quote(word) + "*"
+    if len(word) == 2:
+        return _quote(word)
+    alternatives = [_quote(" ".join(_bigrams(word))), _quote(word)]
+    if han:
+        parts = list(dict.fromkeys(p for p in _cut_for_search(word) if 2 <= len(p) < len(word)))
+        if parts:
+            joined = " AND ".join(_cjk_term(p) for p in parts[:_MAX_PARTS])
+            alternatives.append(f"({joined})" if len(parts) > 1 else joined)
+    return "(" + " OR ".join(alternatives) + ")"
+
+
+def _word_terms(query: str) -> list[tuple[str, bool]]:
+    """Quoted terms of ``query`` for the word table, each with its stopword flag."""
+    terms: list[tuple[str, bool]] = []
+    seen: set[str] = set()
+
+    def add(expr: str, stop: bool) -> bool:
+        if expr not in seen:
+            seen.add(expr)
+            terms.append((expr, stop))
+        return len(terms) >= MAX_TERMS
+
+    for token in _clean_words(query).split():
+        pos = 0
+        pieces: list[tuple[str, str]] = []
+        for seg in _CJK_SEGMENT.finditer(token):
+            pieces.append(("text", token[pos : seg.start()]))
+            pieces.append(("han" if seg.group("han") else "other", seg.group()))
+            pos = seg.end()
+        pieces.append(("text", token[pos:]))
+        for kind, piece in pieces:
+            if kind == "text":
+                # ASCII punctuation separates tokens in unicode61, so trimming it
+                # from the ends never changes what the phrase matches.
+                text = piece.strip(_ASCII_PUNCT)
+                if not _has_token(text):
+                    continue
+                stop = _strip_edges(text).casefold().replace("\u2019", "'") in _STOPWORDS
+                if len(text) > MAX_TERM_CHARS:
+                    cut = MAX_TERM_CHARS
+                    while not _has_token(text[:cut]):
+                        cut += MAX_TERM_CHARS
+                    expr = _quote(text[:cut]) + ("*" if cut < len(text) else "")
+                else:
+                    expr = _quote(text)
+                if add(expr, stop):
+                    return terms
+            else:
+                words = _cut(piece) if kind == "han" else [piece]
+                for word in words:
+                    if len(word) <= _MAX_CJK_WORD:
+                        expr = _cjk_term(word, han=kind == "han")
+                    else:  # a bigram phrase of a prefix matches wherever the whole word does
+                        expr = _quote(" ".join(_bigrams(word[:_MAX_CJK_WORD])))
+                    if add(expr, word in _STOPWORDS):
+                        return terms
+    return terms
+
+
+def match_expression(query: str, *, mode: Literal["any", "all"] = "any") -> str | None:
+    """Build a safe FTS5 MATCH expression for the unicode61 (word) table.
+
+    Every term is a quoted FTS5 string (inner double quotes doubled), so user
+    text never reaches the query parser as syntax: ``AND``, ``NEAR(``, ``col:x``,
+    ``-x``, ``^`` and ``*`` are plain words or nothing. A whitespace token becomes
+    a phrase (``"whale-listen"`` matches the tokens ``whale listen`` in order);
+    CJK words become bigram phrases (one character: a prefix query). Stopwords
+    are dropped when the query holds other terms and kept when it holds only
+    stopwords. At most :data:`MAX_TERMS` terms are used.
+
+    Args:
+        query: raw user text.
+        mode: ``"any"`` joins terms with OR, ``"all"`` with AND.
+
+    Returns:
+        The MATCH expression, or None when the query holds nothing searchable.
+    """
+    terms = _word_terms(query)
+    if not terms:
+        return None
+    kept = [expr for expr, stop in terms if not stop] or [expr for expr, _ in terms]
+    return (" OR " if mode == "any" else " AND ").join(kept)
+
+
+def trigram_expression(query: str) -> str | None:
+    """Build a safe FTS5 MATCH expression for the trigram (substring) table.
+
+    The query is NFC-normalised (controls become spaces, lone surrogates go);
+    each whitespace token is stripped of surrounding punctuation and kept when
+    it has three characters or more, one of them a letter or digit. Tokens are
+    quoted, cut to :data:`MAX_TERM_CHARS` and joined with OR; stopwords are
+    left out unless nothing else remains. The trigram
+    tokenizer folds case itself, so the stored body may be lowercased or not.
+
+    Args:
+        query: raw user text.
+
+    Returns:
+        The MATCH expression, or None when no token is long enough.
+    """
+    cleaned = unicodedata.normalize("NFC", _strip_invisible(query, drop_format=False))
+    terms: list[tuple[str, bool]] = []
+    seen: set[str] = set()
+    for token in cleaned.split():
+        term = token.strip(_EDGE_PUNCT)[:MAX_TERM_CHARS]
+        key = term.casefold()
+        if len(term) < 3 or key in seen or not any(ch.isalnum() for ch in term):
+            continue
+        seen.add(key)
+        terms.append((_quote(term), key.replace("\u2019", "'") in _STOPWORDS))
+        if len(terms) >= MAX_TERMS:
+            break
+    if not terms:
+        return None
+    kept = [expr for expr, stop in terms if not stop] or [expr for expr, _ in terms]
+    return " OR ".join(kept)
+
+
+def query_terms(query: str) -> list[str]:
+    """Distinct keyword terms of ``query`` for the exact-keyword boost.
+
+    Terms are casefolded and NFC-normalised: whitespace tokens stripped of
+    surrounding punctuation (identifiers keep their inner punctuation:
+    ``whale-listen``, ``v1.2.3``, ``c++``) with two characters or more and a
+    letter or digit, plus the jieba words of CJK text (kana/hangul runs whole).
+    English, German, Russian and common CJK stopwords are left out.
+
+    Args:
+        query: raw user text.
+
+    Returns:
+        Up to :data:`MAX_TERMS` terms, in order of first appearance.
+    """
+    cleaned = _clean_keywords(query)
+    terms: list[str] = []
+    seen: set[str] = set()
+
+    def add(term: str) -> None:
+        if term not in seen and term.replace("\u2019", "'") not in _STOPWORDS:
+            seen.add(term)
+            terms.append(term)
+
+    for token in cleaned.split():
+        token = _strip_edges(token)
+        if not has_cjk(token):
+            if len(token) >= 2 and any(ch.isalnum() for ch in token):
+                add(token)
+            continue
+        pos = 0
+        for seg in _CJK_SEGMENT.finditer(token):
+            rest = _strip_edges(token[pos : seg.start()])
+            if len(rest) >= 2 and any(ch.isalnum() for ch in rest):
+                add(rest)
+            if seg.group("han"):
+                for word in _cut(seg.group()):
+                    add(word)
+            elif len(seg.group()) >= 2:
+                add(seg.group())
+            pos = seg.end()
+        rest = _strip_edges(token[pos:])
+        if len(rest) >= 2 and any(ch.isalnum() for ch in rest):
+            add(rest)
+    return terms[:MAX_TERMS]
+
+
+def contains_term(text: str, term: str) -> bool:
+    """Tell whether ``term`` occurs in ``text`` as a keyword.
+
+    Both sides are casefolded (NFC). Where the term starts or ends with a
+    letter, digit or ``_`` (not CJK), the neighbouring character in ``text``
+    must not be one, so ``pg`` is not found in ``upgrade`` while ``E1234`` is
+    found in ``error E1234:`` and ``c++`` in ``C++17``. CJK terms match as plain
+    substrings.
+
+    Args:
+        text: the stored text.
+        term: one term, typically from :func:`query_terms`.
+
+    Returns:
+        True when the term occurs.
+    """
+    needle = _clean_keywords(term).strip()
+    if not needle:
+        return False
+    hay = _clean_keywords(text)
+    check_left = _is_word_char(needle[0])
+    check_right = _is_word_char(needle[-1])
+    start = hay.find(needle)
+    while start != -1:
+        end = start + len(needle)
+        left_ok = not check_left or start == 0 or not _is_word_char(hay[start - 1])
+        right_ok = not check_right or end == len(hay) or not _is_word_char(hay[end])
+        if left_ok and right_ok:
+            return True
+        start = hay.find(needle, start + 1)
+    return False
+
+
+def raw_match(expression: str) -> str:
+    """Pass an FTS5 expression through unchanged (opt-in raw query mode).
+
+    The caller runs it and maps :class:`sqlite3.OperationalError` (syntax
+    errors) to a typed error.
+
+    Args:
+        expression: an FTS5 MATCH expression written by the user.
+
+    Returns:
+        ``expression`` itself.
+
+    Raises:
+        InvalidInput: the expression holds a NUL character or a lone surrogate,
+            or is blank.
+    """
+    if "\x00" in expression:
+        raise InvalidInput("FTS expression must not contain NUL characters")
+    if any("\ud800" <= ch <= "\udfff" for ch in expression):
+        raise InvalidInput("FTS expression must not contain lone surrogates")
+    if not expression.strip():
+        raise InvalidInput("FTS expression is empty")
+    return expression

@@ -1,0 +1,184 @@
+"""Append-only schema migrations, one function each.
+
+A migration never edits an earlier one: to change the schema, append a new
+function to :data:`MIGRATIONS`. ``db_meta.schema_version`` records how many
+have run. Before migrating a store that already holds data, the store takes a
+safety copy (see :meth:`tideline.store.sqlite.SQLiteStore.open`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
+
+
+def _m001_core(db: sqlite3.Connection) -> None:
+    """Memories, raw turns, edges, vectors, the journal and the idempotency keys."""
+    statements = [
+        """CREATE TABLE IF NOT EXISTS db_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)""",
+        """CREATE TABLE memories (
+            id INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            gesture TEXT NOT NULL,
+            context TEXT NOT NULL DEFAULT '',
+            cognition_direction TEXT NOT NULL DEFAULT '',
+            tags TEXT NOT NULL DEFAULT '[]',
+            entities_role TEXT NOT NULL DEFAULT '',
+            related_entities TEXT NOT NULL DEFAULT '[]',
+            source_links TEXT NOT NULL DEFAULT '[]',
+            importance INTEGER NOT NULL DEFAULT 3 CHECK (importance BETWEEN 1 AND 5),
+            emotional INTEGER NOT NULL DEFAULT 1 CHECK (emotional BETWEEN 1 AND 5),
+            recurrence INTEGER NOT NULL DEFAULT 1 CHECK (recurrence BETWEEN 1 AND 5),
+            unresolved INTEGER NOT NULL DEFAULT 1 CHECK (unresolved BETWEEN 1 AND 5),
+            weight REAL NOT NULL,
+            strength REAL NOT NULL DEFAULT 1.0,
+            stability REAL NOT NULL,
+            reinforcements INTEGER NOT NULL DEFAULT 0,
+            last_access REAL NOT NULL,
+            status TEXT NOT NULL DEFAULT 'episodic'
+                CHECK (status IN ('episodic', 'semantic', 'superseded', 'dormant')),
+            version INTEGER NOT NULL DEFAULT 1,
+            supersedes INTEGER REFERENCES memories(id) ON DELETE SET NULL,
+            event_time REAL,
+            recorded_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        )""",
+        "CREATE INDEX memories_scope ON memories(namespace, scope, status)",
+        "CREATE INDEX memories_recorded ON memories(namespace, recorded_at)",
+        "CREATE INDEX memories_weight ON memories(namespace, weight)",
+        """CREATE TABLE turns (
+            id INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            session TEXT NOT NULL,
+            turn_index INTEGER NOT NULL,
+            speaker TEXT NOT NULL,
+            role TEXT NOT NULL,
+            text TEXT NOT NULL,
+            ts REAL,
+            source TEXT NOT NULL,
+            message_id TEXT NOT NULL,
+            recorded_at REAL NOT NULL,
+            UNIQUE (namespace, source, message_id)
+        )""",
+        "CREATE INDEX turns_session ON turns(namespace, session, turn_index)",
+        "CREATE INDEX turns_ts ON turns(namespace, scope, ts)",
+        """CREATE TABLE edges (
+            src INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            dst INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            type TEXT NOT NULL
+                CHECK (type IN ('related', 'co_recall', 'supersedes', 'contradicts')),
+            weight REAL NOT NULL DEFAULT 1.0,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (src, dst, type)
+        )""",
+        "CREATE INDEX edges_dst ON edges(dst)",
+        """CREATE TABLE vectors (
+            id INTEGER PRIMARY KEY,
+            space TEXT NOT NULL,
+            key INTEGER NOT NULL,
+            v BLOB NOT NULL,
+            UNIQUE (space, key)
+        )""",
+        """CREATE TABLE vector_log (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            space TEXT NOT NULL,
+            key INTEGER NOT NULL,
+            present INTEGER NOT NULL
+        )""",
+        "CREATE INDEX vector_log_space ON vector_log(space, seq)",
+        """CREATE TABLE write_keys (
+            namespace TEXT NOT NULL,
+            key TEXT NOT NULL,
+            memory_id INTEGER NOT NULL,
+            decision TEXT NOT NULL,
+            similarity REAL NOT NULL DEFAULT 0,
+            nearest INTEGER,
+            created_at REAL NOT NULL,
+            PRIMARY KEY (namespace, key)
+        )""",
+        """CREATE TABLE events (
+            id INTEGER PRIMARY KEY,
+            ts REAL NOT NULL,
+            namespace TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            memory_id INTEGER,
+            data TEXT NOT NULL DEFAULT '{}'
+        )""",
+        "CREATE INDEX events_kind ON events(namespace, kind, ts)",
+        """CREATE VIRTUAL TABLE memories_fts USING fts5(
+            body, tokenize = "unicode61 remove_diacritics 2")""",
+        """CREATE VIRTUAL TABLE memories_tri USING fts5(body, tokenize = "trigram")""",
+        """CREATE VIRTUAL TABLE turns_fts USING fts5(
+            body, tokenize = "unicode61 remove_diacritics 2")""",
+        """CREATE VIRTUAL TABLE turns_tri USING fts5(body, tokenize = "trigram")""",
+    ]
+    for sql in statements:
+        db.execute(sql)
+
+
+def _m002_cognition(db: sqlite3.Connection) -> None:
+    """Profiles, self-concept, threads, recall traces (attention and eligibility)."""
+    statements = [
+        """CREATE TABLE profiles (
+            id INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            entity TEXT NOT NULL,
+            facet TEXT NOT NULL CHECK (facet IN ('fact', 'impression', 'relationship')),
+            content TEXT NOT NULL,
+            updated_at REAL NOT NULL,
+            version INTEGER NOT NULL DEFAULT 1,
+            UNIQUE (namespace, entity, facet)
+        )""",
+        """CREATE TABLE self_concept (
+            id INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            facet TEXT NOT NULL CHECK (facet IN ('fact', 'terrain', 'reflection')),
+            content TEXT NOT NULL,
+            updated_at REAL NOT NULL,
+            version INTEGER NOT NULL DEFAULT 1,
+            UNIQUE (namespace, facet)
+        )""",
+        """CREATE TABLE threads (
+            id INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            title TEXT NOT NULL,
+            body TEXT NOT NULL DEFAULT '',
+            status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'closed')),
+            source_memories TEXT NOT NULL DEFAULT '[]',
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL
+        )""",
+        """CREATE TABLE attention_log (
+            id INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            memory_id INTEGER NOT NULL,
+            cluster INTEGER,
+            similarity REAL NOT NULL,
+            tier TEXT NOT NULL,
+            ts REAL NOT NULL
+        )""",
+        "CREATE INDEX attention_memory ON attention_log(namespace, memory_id)",
+        "CREATE INDEX attention_ts ON attention_log(namespace, ts)",
+        """CREATE TABLE eligibility (
+            id INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            recall_id INTEGER NOT NULL,
+            memory_id INTEGER NOT NULL,
+            rank INTEGER NOT NULL,
+            score REAL NOT NULL,
+            ts REAL NOT NULL
+        )""",
+        "CREATE INDEX eligibility_ts ON eligibility(namespace, ts)",
+    ]
+    for sql in statements:
+        db.execute(sql)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m001_core, _m002_cognition]
+SCHEMA_VERSION = len(MIGRATIONS)

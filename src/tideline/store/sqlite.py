@@ -1,0 +1,653 @@
+"""The SQLite implementation of the :class:`~tideline.store.Store` protocol.
+
+One file holds everything; the full-text tables and the vector log are kept in
+step with the rows inside the same short transaction. Vector index files are
+derived from the ``vectors`` table (see :mod:`tideline.recall.vector_index`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tideline.errors import EmbedderMismatch, NotFound
+from tideline.models import Edge, MemoryRecord, Turn
+from tideline.store import lexical
+from tideline.store.connection import Database
+
+__all__ = ["SQLiteStore", "SpaceSource"]
+
+_MEMORY_COLUMNS = (
+    "id, scope, kind, gesture, context, cognition_direction, tags, entities_role, "
+    "related_entities, source_links, importance, emotional, recurrence, unresolved, weight, "
+    "strength, stability, reinforcements, last_access, status, version, supersedes, "
+    "event_time, recorded_at, updated_at"
+)
+_TURN_COLUMNS = (
+    "id, session, turn_index, speaker, role, text, ts, source, message_id, scope, recorded_at"
+)
+
+
+def memory_from_row(row: Sequence[Any]) -> MemoryRecord:
+    """Build a record from a row selected with ``_MEMORY_COLUMNS``."""
+    return MemoryRecord(
+        id=row[0], scope=row[1], kind=row[2], gesture=row[3], context=row[4],
+        cognition_direction=row[5], tags=tuple(json.loads(row[6])), entities_role=row[7],
+        related_entities=tuple(json.loads(row[8])), source_links=tuple(json.loads(row[9])),
+        importance=row[10], emotional=row[11], recurrence=row[12], unresolved=row[13],
+        weight=row[14], strength=row[15], stability=row[16], reinforcements=row[17],
+        last_access=row[18], status=row[19], version=row[20], supersedes=row[21],
+        event_time=row[22], recorded_at=row[23], updated_at=row[24],
+    )
+
+
+def turn_from_row(row: Sequence[Any]) -> Turn:
+    """Build a turn from a row selected with ``_TURN_COLUMNS``."""
+    return Turn(
+        id=row[0], session=row[1], turn_index=row[2], speaker=row[3], role=row[4], text=row[5],
+        timestamp=row[6], source=row[7], message_id=row[8], scope=row[9], recorded_at=row[10],
+    )
+
+
+def memory_index_text(rec: MemoryRecord) -> str:
+    """What the full-text index sees of a memory."""
+    parts = [rec.gesture, rec.context, rec.cognition_direction, " ".join(rec.tags),
+             rec.entities_role, " ".join(rec.related_entities)]
+    return "\n".join(p for p in parts if p)
+
+
+def turn_index_text(speaker: str, text: str) -> str:
+    """What the full-text index sees of a raw turn (the speaker's name included)."""
+    return f"{speaker}: {text}"
+
+
+def _placeholders(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class SpaceSource:
+    """The vectors of one space (``m:<ns>:<scope>`` or ``t:<ns>:<scope>``) as a VectorSource."""
+
+    def __init__(self, db: Database, space: str, dim: int) -> None:
+        self.db = db
+        self.space = space
+        self.dim = dim
+
+    def vector_seq(self) -> int:
+        """Newest change-log sequence number of this space."""
+        with self.db.read() as c:
+            row = c.execute(
+                "SELECT max(seq) FROM vector_log WHERE space = ?", (self.space,)
+            ).fetchone()
+        return int(row[0] or 0)
+
+    def vector_changes(self, since: int) -> list[tuple[int, int, bool]]:
+        """Changes after ``since``, oldest first."""
+        with self.db.read() as c:
+            rows = c.execute(
+                "SELECT seq, key, present FROM vector_log WHERE space = ? AND seq > ? ORDER BY seq",
+                (self.space, since),
+            ).fetchall()
+        return [(int(s), int(k), bool(p)) for s, k, p in rows]
+
+    def vectors_for(self, keys: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Current vectors of the given keys (missing keys are left out)."""
+        found_keys: list[int] = []
+        blobs: list[bytes] = []
+        with self.db.read() as c:
+            for start in range(0, len(keys), 900):
+                chunk = list(keys[start:start + 900])
+                rows = c.execute(
+                    f"SELECT key, v FROM vectors WHERE space = ? AND key IN ({_placeholders(len(chunk))})",  # noqa: S608,E501
+                    (self.space, *chunk),
+                ).fetchall()
+                for key, blob in rows:
+                    found_keys.append(int(key))
+                    blobs.append(blob)
+        return self._pack(found_keys, blobs)
+
+    def iter_all_vectors(self, batch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """Every current vector of the space, in batches."""
+        last = -1
+        while True:
+            with self.db.read() as c:
+                rows = c.execute(
+                    "SELECT key, v FROM vectors WHERE space = ? AND key > ? ORDER BY key LIMIT ?",
+                    (self.space, last, batch),
+                ).fetchall()
+            if not rows:
+                return
+            last = int(rows[-1][0])
+            yield self._pack([int(r[0]) for r in rows], [r[1] for r in rows])
+
+    def vector_count(self) -> int:
+        """How many vectors the space holds."""
+        with self.db.read() as c:
+            row = c.execute(
+                "SELECT count(*) FROM vectors WHERE space = ?", (self.space,)
+            ).fetchone()
+        return int(row[0])
+
+    def _pack(self, keys: list[int], blobs: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
+        if not keys:
+            return np.zeros(0, dtype=np.int64), np.zeros((0, self.dim), dtype=np.float32)
+        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(keys), self.dim)
+        return np.asarray(keys, dtype=np.int64), matrix
+
+
+class SQLiteStore:
+    """Rows of one namespace in one SQLite file.
+
+    Args:
+        directory: the store directory.
+        namespace: which fully separate memory to use.
+        marker: the embedder marker (``name:model/dim``) the caller will write with.
+        busy_timeout_ms: see :class:`~tideline.store.connection.Database`.
+        retries: see :class:`~tideline.store.connection.Database`.
+
+    Raises:
+        EmbedderMismatch: the store was built with another embedder.
+        StoreCorrupt: the file is not a database.
+        SchemaTooNew: written by a newer Tideline.
+    """
+
+    backend = "sqlite"
+
+    def __init__(
+        self, directory: Path, namespace: str, marker: str, *, busy_timeout_ms: int = 5_000,
+        retries: int = 6, check_marker: bool = True,
+    ) -> None:
+        self.db = Database(directory, busy_timeout_ms=busy_timeout_ms, retries=retries)
+        self.directory = directory
+        self.namespace = namespace
+        self.marker = marker
+        if check_marker:
+            self._check_marker(marker)
+
+    def _check_marker(self, marker: str) -> None:
+        stored = self.db.get_meta("embedder")
+        if stored is None:
+            with self.db.write() as c:
+                c.execute(
+                    "INSERT OR IGNORE INTO db_meta(key, value) VALUES ('embedder', ?)", (marker,)
+                )
+            stored = self.db.get_meta("embedder")
+        if stored != marker:
+            raise EmbedderMismatch(str(stored), marker)
+
+    def close(self) -> None:
+        """Close the database connection."""
+        self.db.close()
+
+    def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """A short ``BEGIN IMMEDIATE`` write transaction."""
+        return self.db.write()
+
+    def space(self, kind: str, scope: str) -> str:
+        """Name of the vector space for memories (``m``) or turns (``t``) of one scope."""
+        return f"{kind}:{self.namespace}:{scope}"
+
+    def source(self, kind: str, scope: str, dim: int) -> SpaceSource:
+        """The :class:`SpaceSource` of one space."""
+        return SpaceSource(self.db, self.space(kind, scope), dim)
+
+    # -- memories -------------------------------------------------------------------------
+
+    def write_key(self, key: str) -> tuple[int, str, float, int | None] | None:
+        """The stored outcome of an idempotency key, if it was seen before."""
+        with self.db.read() as c:
+            row = c.execute(
+                "SELECT memory_id, decision, similarity, nearest FROM write_keys "
+                "WHERE namespace = ? AND key = ?",
+                (self.namespace, key),
+            ).fetchone()
+        if row is None:
+            return None
+        return int(row[0]), str(row[1]), float(row[2]), row[3]
+
+    def insert_memory(
+        self, c: sqlite3.Connection, rec: MemoryRecord, vector: np.ndarray | None
+    ) -> int:
+        """Insert a memory with its index rows inside the caller's transaction."""
+        cur = c.execute(
+            "INSERT INTO memories(namespace, scope, kind, gesture, context, cognition_direction, "
+            "tags, entities_role, related_entities, source_links, importance, emotional, "
+            "recurrence, unresolved, weight, strength, stability, reinforcements, last_access, "
+            "status, version, supersedes, event_time, recorded_at, updated_at) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                self.namespace, rec.scope, rec.kind, rec.gesture, rec.context,
+                rec.cognition_direction, _j(rec.tags), rec.entities_role,
+                _j(rec.related_entities), _j(rec.source_links), rec.importance, rec.emotional,
+                rec.recurrence, rec.unresolved, rec.weight, rec.strength, rec.stability,
+                rec.reinforcements, rec.last_access, rec.status, rec.version, rec.supersedes,
+                rec.event_time, rec.recorded_at, rec.updated_at,
+            ),
+        )
+        mid = int(cur.lastrowid or 0)
+        self._index_memory(c, mid, rec)
+        if vector is not None:
+            self._put_vector(c, self.space("m", rec.scope), mid, vector)
+        return mid
+
+    def _index_memory(self, c: sqlite3.Connection, mid: int, rec: MemoryRecord) -> None:
+        body = memory_index_text(rec)
+        c.execute("DELETE FROM memories_fts WHERE rowid = ?", (mid,))
+        c.execute("DELETE FROM memories_tri WHERE rowid = ?", (mid,))
+        c.execute(
+            "INSERT INTO memories_fts(rowid, body) VALUES (?, ?)", (mid, lexical.index_text(body))
+        )
+        c.execute("INSERT INTO memories_tri(rowid, body) VALUES (?, ?)", (mid, body))
+
+    def _put_vector(self, c: sqlite3.Connection, space: str, key: int, vector: np.ndarray) -> None:
+        blob = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
+        c.execute(
+            "INSERT INTO vectors(space, key, v) VALUES (?, ?, ?) "
+            "ON CONFLICT(space, key) DO UPDATE SET v = excluded.v",
+            (space, key, blob),
+        )
+        c.execute("INSERT INTO vector_log(space, key, present) VALUES (?, ?, 1)", (space, key))
+
+    def _drop_vector(self, c: sqlite3.Connection, space: str, key: int) -> None:
+        cur = c.execute("DELETE FROM vectors WHERE space = ? AND key = ?", (space, key))
+        if cur.rowcount:
+            c.execute("INSERT INTO vector_log(space, key, present) VALUES (?, ?, 0)", (space, key))
+
+    def update_memory(self, c: sqlite3.Connection, rec: MemoryRecord) -> None:
+        """Write back every mutable field of ``rec`` (same id) and refresh its index rows."""
+        c.execute(
+            "UPDATE memories SET kind=?, gesture=?, context=?, cognition_direction=?, tags=?, "
+            "entities_role=?, related_entities=?, source_links=?, importance=?, emotional=?, "
+            "recurrence=?, unresolved=?, weight=?, strength=?, stability=?, reinforcements=?, "
+            "last_access=?, status=?, version=?, event_time=?, updated_at=? "
+            "WHERE id = ? AND namespace = ?",
+            (
+                rec.kind, rec.gesture, rec.context, rec.cognition_direction, _j(rec.tags),
+                rec.entities_role, _j(rec.related_entities), _j(rec.source_links),
+                rec.importance, rec.emotional, rec.recurrence, rec.unresolved, rec.weight,
+                rec.strength, rec.stability, rec.reinforcements, rec.last_access, rec.status,
+                rec.version, rec.event_time, rec.updated_at, rec.id, self.namespace,
+            ),
+        )
+        self._index_memory(c, rec.id, rec)
+
+    def set_status(self, c: sqlite3.Connection, mid: int, status: str, now: float) -> None:
+        """Change a memory's status (e.g. to ``superseded``) and bump its version."""
+        c.execute(
+            "UPDATE memories SET status = ?, version = version + 1, updated_at = ? "
+            "WHERE id = ? AND namespace = ?",
+            (status, now, mid, self.namespace),
+        )
+
+    def record_write_key(
+        self, c: sqlite3.Connection, key: str, mid: int, decision: str, similarity: float,
+        nearest: int | None, now: float,
+    ) -> None:
+        """Remember the outcome of an idempotency key."""
+        c.execute(
+            "INSERT OR IGNORE INTO write_keys(namespace, key, memory_id, decision, similarity, "
+            "nearest, created_at) VALUES (?,?,?,?,?,?,?)",
+            (self.namespace, key, mid, decision, similarity, nearest, now),
+        )
+
+    def delete_memory(self, c: sqlite3.Connection, mid: int) -> MemoryRecord:
+        """Really delete a memory: row, full-text rows, vector, edges, idempotency keys.
+
+        Raises:
+            NotFound: no such memory in this namespace.
+        """
+        rec = self.get_memory(mid, c)
+        c.execute("DELETE FROM memories_fts WHERE rowid = ?", (mid,))
+        c.execute("DELETE FROM memories_tri WHERE rowid = ?", (mid,))
+        self._drop_vector(c, self.space("m", rec.scope), mid)
+        c.execute("DELETE FROM write_keys WHERE namespace = ? AND memory_id = ?",
+                  (self.namespace, mid))
+        c.execute("DELETE FROM attention_log WHERE namespace = ? AND memory_id = ?",
+                  (self.namespace, mid))
+        c.execute("DELETE FROM eligibility WHERE namespace = ? AND memory_id = ?",
+                  (self.namespace, mid))
+        c.execute("DELETE FROM memories WHERE id = ? AND namespace = ?", (mid, self.namespace))
+        return rec
+
+    def get_memory(self, mid: int, c: sqlite3.Connection | None = None) -> MemoryRecord:
+        """One memory by id.
+
+        Raises:
+            NotFound: no such memory in this namespace.
+        """
+        found = self.get_memories([mid], c)
+        if mid not in found:
+            raise NotFound(f"no memory with id {mid}")
+        return found[mid]
+
+    def get_memories(
+        self, ids: Iterable[int], c: sqlite3.Connection | None = None
+    ) -> dict[int, MemoryRecord]:
+        """Memories by id (missing ids are left out)."""
+        wanted = list(dict.fromkeys(int(i) for i in ids))
+        out: dict[int, MemoryRecord] = {}
+        for start in range(0, len(wanted), 900):
+            chunk = wanted[start:start + 900]
+            sql = (f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE namespace = ? "  # noqa: S608
+                   f"AND id IN ({_placeholders(len(chunk))})")
+            if c is not None:
+                rows = c.execute(sql, (self.namespace, *chunk)).fetchall()
+            else:
+                with self.db.read() as conn:
+                    rows = conn.execute(sql, (self.namespace, *chunk)).fetchall()
+            for row in rows:
+                rec = memory_from_row(row)
+                out[rec.id] = rec
+        return out
+
+    def list_memories(
+        self, *, scopes: Sequence[str] | None = None, kind: str | None = None,
+        status: Sequence[str] | None = None, order: str = "recorded_at DESC", limit: int = 50,
+        min_weight: float | None = None,
+    ) -> list[MemoryRecord]:
+        """Memories matching simple filters, newest first by default."""
+        where, args = self._filters(scopes=scopes, kind=kind)
+        if status:
+            where.append(f"status IN ({_placeholders(len(status))})")
+            args.extend(status)
+        if min_weight is not None:
+            where.append("weight > ?")
+            args.append(min_weight)
+        if order not in ("recorded_at DESC", "weight DESC", "id ASC", "last_access DESC"):
+            order = "recorded_at DESC"
+        sql = (f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} "  # noqa: S608
+               f"ORDER BY {order} LIMIT ?")
+        with self.db.read() as c:
+            rows = c.execute(sql, (*args, limit)).fetchall()
+        return [memory_from_row(r) for r in rows]
+
+    def _filters(
+        self, *, scopes: Sequence[str] | None, kind: str | None = None, alias: str = "",
+        since: float | None = None, until: float | None = None,
+    ) -> tuple[list[str], list[Any]]:
+        p = f"{alias}." if alias else ""
+        where = [f"{p}namespace = ?"]
+        args: list[Any] = [self.namespace]
+        if scopes is not None:
+            where.append(f"{p}scope IN ({_placeholders(len(scopes))})")
+            args.extend(scopes)
+        if kind:
+            where.append(f"{p}kind = ?")
+            args.append(kind)
+        if since is not None:
+            where.append(f"coalesce({p}event_time, {p}recorded_at) >= ?")
+            args.append(since)
+        if until is not None:
+            where.append(f"coalesce({p}event_time, {p}recorded_at) <= ?")
+            args.append(until)
+        return where, args
+
+    def memory_vectors(self, ids: Sequence[int], dim: int) -> dict[int, np.ndarray]:
+        """Stored vectors of the given memories, whatever their scope."""
+        out: dict[int, np.ndarray] = {}
+        recs = self.get_memories(ids)
+        by_space: dict[str, list[int]] = {}
+        for rec in recs.values():
+            by_space.setdefault(self.space("m", rec.scope), []).append(rec.id)
+        for space, keys in by_space.items():
+            found, matrix = SpaceSource(self.db, space, dim).vectors_for(keys)
+            for k, v in zip(found.tolist(), matrix, strict=True):
+                out[int(k)] = v
+        return out
+
+    def lexical_memories(
+        self, expression: str, table: str, *, scopes: Sequence[str], limit: int,
+        kind: str | None = None, since: float | None = None, until: float | None = None,
+        include_superseded: bool = False,
+    ) -> list[tuple[int, float]]:
+        """(memory id, bm25) best first for an FTS expression on ``memories_fts``/``_tri``."""
+        if table not in ("memories_fts", "memories_tri"):
+            raise ValueError(table)
+        where, args = self._filters(scopes=scopes, kind=kind, alias="m", since=since, until=until)
+        if not include_superseded:
+            where.append("m.status != 'superseded'")
+        sql = (f"SELECT f.rowid, bm25({table}) AS r FROM {table} f "  # noqa: S608
+               f"JOIN memories m ON m.id = f.rowid WHERE {table} MATCH ? AND "
+               f"{' AND '.join(where)} ORDER BY r LIMIT ?")
+        with self.db.read() as c:
+            rows = c.execute(sql, (expression, *args, limit)).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    # -- edges ----------------------------------------------------------------------------
+
+    def add_edge(
+        self, c: sqlite3.Connection, src: int, dst: int, etype: str, weight: float, now: float
+    ) -> None:
+        """Create or strengthen a typed edge (weights add up, capped at 1)."""
+        c.execute(
+            "INSERT INTO edges(src, dst, type, weight, created_at, updated_at) "
+            "VALUES (?,?,?,?,?,?) ON CONFLICT(src, dst, type) DO UPDATE SET "
+            "weight = min(1.0, edges.weight + excluded.weight), updated_at = excluded.updated_at",
+            (src, dst, etype, weight, now, now),
+        )
+
+    def copy_edges(
+        self, c: sqlite3.Connection, old: int, new: int, types: Sequence[str], now: float
+    ) -> None:
+        """Give a new version the associative edges of the version it supersedes."""
+        ph = _placeholders(len(types))
+        c.execute(
+            f"INSERT OR IGNORE INTO edges(src, dst, type, weight, created_at, updated_at) "  # noqa: S608
+            f"SELECT ?, dst, type, weight, ?, ? FROM edges WHERE src = ? AND dst != ? "
+            f"AND type IN ({ph})", (new, now, now, old, new, *types),
+        )
+        c.execute(
+            f"INSERT OR IGNORE INTO edges(src, dst, type, weight, created_at, updated_at) "  # noqa: S608
+            f"SELECT src, ?, type, weight, ?, ? FROM edges WHERE dst = ? AND src != ? "
+            f"AND type IN ({ph})", (new, now, now, old, new, *types),
+        )
+
+    def edges_of(self, ids: Sequence[int], types: Sequence[str] | None = None) -> list[Edge]:
+        """Edges touching any of ``ids`` (both directions)."""
+        if not ids:
+            return []
+        idl = list(ids)[:900]
+        ph = _placeholders(len(idl))
+        sql = f"SELECT src, dst, type, weight FROM edges WHERE (src IN ({ph}) OR dst IN ({ph}))"  # noqa: S608
+        args: list[Any] = [*idl, *idl]
+        if types:
+            sql += f" AND type IN ({_placeholders(len(types))})"
+            args.extend(types)
+        with self.db.read() as c:
+            rows = c.execute(sql, args).fetchall()
+        return [Edge(int(a), int(b), str(t), float(w)) for a, b, t, w in rows]
+
+    # -- turns ----------------------------------------------------------------------------
+
+    def existing_turn_keys(self, keys: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which (source, message id) pairs are already stored."""
+        out: set[tuple[str, str]] = set()
+        with self.db.read() as c:
+            for source, mid in keys:
+                row = c.execute(
+                    "SELECT 1 FROM turns WHERE namespace = ? AND source = ? AND message_id = ?",
+                    (self.namespace, source, mid),
+                ).fetchone()
+                if row:
+                    out.add((source, mid))
+        return out
+
+    def insert_turn(self, c: sqlite3.Connection, turn: Turn, vector: np.ndarray | None) -> int:
+        """Insert one raw turn unless its (source, message id) exists; returns its id or 0."""
+        cur = c.execute(
+            "INSERT OR IGNORE INTO turns(namespace, scope, session, turn_index, speaker, role, "
+            "text, ts, source, message_id, recorded_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (self.namespace, turn.scope, turn.session, turn.turn_index, turn.speaker, turn.role,
+             turn.text, turn.timestamp, turn.source, turn.message_id, turn.recorded_at),
+        )
+        if not cur.rowcount:
+            return 0
+        tid = int(cur.lastrowid or 0)
+        body = turn_index_text(turn.speaker, turn.text)
+        c.execute("INSERT INTO turns_fts(rowid, body) VALUES (?, ?)",
+                  (tid, lexical.index_text(body)))
+        c.execute("INSERT INTO turns_tri(rowid, body) VALUES (?, ?)", (tid, body))
+        if vector is not None:
+            self._put_vector(c, self.space("t", turn.scope), tid, vector)
+        return tid
+
+    def next_turn_index(self, session: str) -> int:
+        """The next free turn index in a session."""
+        with self.db.read() as c:
+            row = c.execute(
+                "SELECT max(turn_index) FROM turns WHERE namespace = ? AND session = ?",
+                (self.namespace, session),
+            ).fetchone()
+        return 0 if row[0] is None else int(row[0]) + 1
+
+    def get_turns(self, ids: Iterable[int]) -> dict[int, Turn]:
+        """Turns by internal id."""
+        wanted = list(dict.fromkeys(int(i) for i in ids))
+        out: dict[int, Turn] = {}
+        with self.db.read() as c:
+            for start in range(0, len(wanted), 900):
+                chunk = wanted[start:start + 900]
+                rows = c.execute(
+                    f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? "  # noqa: S608
+                    f"AND id IN ({_placeholders(len(chunk))})",
+                    (self.namespace, *chunk),
+                ).fetchall()
+                for row in rows:
+                    t = turn_from_row(row)
+                    out[t.id] = t
+        return out
+
+    def session_turns(
+        self, session: str, *, around: int | None = None, radius: int = 3, limit: int = 200
+    ) -> list[Turn]:
+        """Turns of one session in order, optionally only those near a turn index."""
+        sql = f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? AND session = ?"  # noqa: S608
+        args: list[Any] = [self.namespace, session]
+        if around is not None:
+            sql += " AND turn_index BETWEEN ? AND ?"
+            args += [around - radius, around + radius]
+        sql += " ORDER BY turn_index LIMIT ?"
+        with self.db.read() as c:
+            rows = c.execute(sql, (*args, limit)).fetchall()
+        return [turn_from_row(r) for r in rows]
+
+    def lexical_turns(
+        self, expression: str, table: str, *, scopes: Sequence[str], limit: int,
+        since: float | None = None, until: float | None = None,
+    ) -> list[tuple[int, float]]:
+        """(turn id, bm25) best first for an FTS expression on ``turns_fts``/``_tri``."""
+        if table not in ("turns_fts", "turns_tri"):
+            raise ValueError(table)
+        where = ["t.namespace = ?", f"t.scope IN ({_placeholders(len(scopes))})"]
+        args: list[Any] = [self.namespace, *scopes]
+        if since is not None:
+            where.append("coalesce(t.ts, t.recorded_at) >= ?")
+            args.append(since)
+        if until is not None:
+            where.append("coalesce(t.ts, t.recorded_at) <= ?")
+            args.append(until)
+        sql = (f"SELECT f.rowid, bm25({table}) AS r FROM {table} f "  # noqa: S608
+               f"JOIN turns t ON t.id = f.rowid WHERE {table} MATCH ? AND "
+               f"{' AND '.join(where)} ORDER BY r LIMIT ?")
+        with self.db.read() as c:
+            rows = c.execute(sql, (expression, *args, limit)).fetchall()
+        return [(int(r[0]), float(r[1])) for r in rows]
+
+    def turn_vectors(self, ids: Sequence[int], dim: int) -> dict[int, np.ndarray]:
+        """Stored vectors of the given turns."""
+        turns = self.get_turns(ids)
+        by_space: dict[str, list[int]] = {}
+        for t in turns.values():
+            by_space.setdefault(self.space("t", t.scope), []).append(t.id)
+        out: dict[int, np.ndarray] = {}
+        for space, keys in by_space.items():
+            found, matrix = SpaceSource(self.db, space, dim).vectors_for(keys)
+            for k, v in zip(found.tolist(), matrix, strict=True):
+                out[int(k)] = v
+        return out
+
+    # -- journal, scopes, stats -----------------------------------------------------------
+
+    def log_event(
+        self, c: sqlite3.Connection | None, kind: str, data: dict[str, Any],
+        memory_id: int | None = None, now: float | None = None,
+    ) -> None:
+        """Append one event to the journal (inside ``c`` if given, else its own transaction)."""
+        row = (now or time.time(), self.namespace, kind, memory_id,
+               json.dumps(data, ensure_ascii=False, default=str))
+        sql = "INSERT INTO events(ts, namespace, kind, memory_id, data) VALUES (?,?,?,?,?)"
+        if c is not None:
+            c.execute(sql, row)
+        else:
+            with self.db.write() as conn:
+                conn.execute(sql, row)
+
+    def events(
+        self, *, kinds: Sequence[str] | None = None, limit: int = 50, since: float | None = None
+    ) -> list[dict[str, Any]]:
+        """Journal entries, newest first."""
+        sql = "SELECT id, ts, kind, memory_id, data FROM events WHERE namespace = ?"
+        args: list[Any] = [self.namespace]
+        if kinds:
+            sql += f" AND kind IN ({_placeholders(len(kinds))})"
+            args.extend(kinds)
+        if since is not None:
+            sql += " AND ts >= ?"
+            args.append(since)
+        sql += " ORDER BY id DESC LIMIT ?"
+        with self.db.read() as c:
+            rows = c.execute(sql, (*args, limit)).fetchall()
+        return [
+            {"id": r[0], "ts": r[1], "kind": r[2], "memory_id": r[3], "data": json.loads(r[4])}
+            for r in rows
+        ]
+
+    def scopes(self) -> list[str]:
+        """Every scope that holds memories or turns in this namespace."""
+        with self.db.read() as c:
+            rows = c.execute(
+                "SELECT scope FROM memories WHERE namespace = ? UNION "
+                "SELECT scope FROM turns WHERE namespace = ?",
+                (self.namespace, self.namespace),
+            ).fetchall()
+        return sorted(str(r[0]) for r in rows)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by kind, scope and status, plus turns, edges and events."""
+        ns = self.namespace
+        with self.db.read() as c:
+            def grouped(col: str) -> dict[str, int]:
+                rows = c.execute(
+                    f"SELECT {col}, count(*) FROM memories WHERE namespace = ? GROUP BY {col}",  # noqa: S608
+                    (ns,),
+                ).fetchall()
+                return {str(k): int(v) for k, v in rows}
+
+            return {
+                "memories": int(c.execute("SELECT count(*) FROM memories WHERE namespace = ?",
+                                          (ns,)).fetchone()[0]),
+                "by_kind": grouped("kind"),
+                "by_scope": grouped("scope"),
+                "by_status": grouped("status"),
+                "turns": int(c.execute("SELECT count(*) FROM turns WHERE namespace = ?",
+                                       (ns,)).fetchone()[0]),
+                "sessions": int(c.execute(
+                    "SELECT count(DISTINCT session) FROM turns WHERE namespace = ?",
+                    (ns,)).fetchone()[0]),
+                "edges": dict(c.execute(
+                    "SELECT e.type, count(*) FROM edges e JOIN memories m ON m.id = e.src "
+                    "WHERE m.namespace = ? GROUP BY e.type", (ns,)).fetchall()),
+                "events": int(c.execute("SELECT count(*) FROM events WHERE namespace = ?",
+                                        (ns,)).fetchone()[0]),
+            }
+
+
+def _j(values: Iterable[Any]) -> str:
+    return json.dumps(list(values), ensure_ascii=False)

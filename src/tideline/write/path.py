@@ -1,0 +1,161 @@
+"""The write path: validate → embed → novelty gate → one short transaction.
+
+The gate compares a new memory with its nearest neighbour in the same scope:
+
+* cosine ≥ ``profile.same``  → **potentiate** the existing memory (reinforce it,
+  merge tags and source_links; no new row) — rephrasings never pile up;
+* ``profile.related`` ≤ cosine < ``profile.same`` → **link**: a new memory plus a
+  ``related`` edge to the neighbour;
+* below → **new**.
+
+An idempotency key (given, or the hash of the normalised content, scope and
+source) makes a retried write a no-op that returns the first outcome.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from typing import Any, cast
+
+import numpy as np
+
+from tideline.config import Config
+from tideline.dynamics import reinforce
+from tideline.embed.base import Embedder
+from tideline.models import Decision, MemoryRecord, WriteResult, compute_weight
+from tideline.recall.vectors import VectorSpaces
+from tideline.store.sqlite import SQLiteStore
+
+__all__ = ["Writer", "gate_decision", "idempotency_key"]
+
+
+def idempotency_key(namespace: str, rec: MemoryRecord, source: str) -> str:
+    """Default key: hash of the normalised content, scope, kind and source."""
+    content = "\x1f".join(
+        [namespace, rec.scope, rec.kind, rec.gesture.casefold(), rec.context.casefold(),
+         rec.cognition_direction.casefold(), source]
+    )
+    return hashlib.sha256(content.encode("utf-8")).hexdigest()
+
+
+def gate_decision(similarity: float, same: float, related: float) -> Decision:
+    """Map the nearest neighbour's cosine to the gate's decision."""
+    if similarity >= same:
+        return "potentiate"
+    if similarity >= related:
+        return "link"
+    return "new"
+
+
+class Writer:
+    """Applies the write path for one store."""
+
+    def __init__(
+        self, store: SQLiteStore, embedder: Embedder, vectors: VectorSpaces, config: Config
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.vectors = vectors
+        self.config = config
+
+    def write(
+        self, rec: MemoryRecord, *, key: str | None, source: str, gate: bool = True
+    ) -> WriteResult:
+        """Store a validated draft (its ``id`` is ignored).
+
+        Args:
+            rec: the validated draft.
+            key: idempotency key; ``None`` derives one from the content.
+            source: where the write came from (api, cli, mcp, hook, dream…).
+            gate: run the novelty gate (off for revisions, which always make a new row).
+
+        Returns:
+            The gate's decision and the id that now holds the memory.
+
+        Raises:
+            StoreBusy: the write lock could not be had.
+            EmbedderError: the embedder failed (nothing was written).
+        """
+        key = key or idempotency_key(self.store.namespace, rec, source)
+        seen = self.store.write_key(key)
+        if seen is not None:
+            return _replayed(seen, rec.scope)
+        vector = self.embedder.embed_passages([rec.text])[0]
+        nearest, similarity = self._nearest(rec.scope, vector) if gate else (None, 0.0)
+        profile = self.embedder.profile
+        decision = gate_decision(similarity, profile.same, profile.related) if nearest else "new"
+        now = time.time()
+        with self.store.db.write() as c:
+            seen = self.store.write_key(key)
+            if seen is not None:
+                return _replayed(seen, rec.scope)
+            target = None
+            if decision == "potentiate" and nearest is not None:
+                found = self.store.get_memories([nearest], c)
+                target = found.get(nearest)
+                if target is None or target.status == "superseded":
+                    decision, target = "new", None
+            if decision == "potentiate" and target is not None:
+                merged = _merge(reinforce(target, now, self.config.dynamics), rec)
+                self.store.update_memory(c, merged)
+                mid = merged.id
+            else:
+                fresh = dataclasses.replace(rec, recorded_at=now, updated_at=now,
+                                            last_access=now)
+                mid = self.store.insert_memory(c, fresh, vector)
+                if decision == "link" and nearest is not None:
+                    self.store.add_edge(c, mid, nearest, "related", round(similarity, 4), now)
+            self.store.record_write_key(c, key, mid, decision, similarity, nearest, now)
+            self.store.log_event(
+                c, "write",
+                {"decision": decision, "similarity": round(similarity, 4), "nearest": nearest,
+                 "scope": rec.scope, "kind": rec.kind, "source": source},
+                memory_id=mid, now=now,
+            )
+        return WriteResult(id=mid, decision=decision, similarity=round(similarity, 4),
+                           nearest=nearest, scope=rec.scope)
+
+    def _nearest(self, scope: str, vector: np.ndarray) -> tuple[int | None, float]:
+        hits = self.vectors.search("m", [scope], vector, 4)
+        if not hits:
+            return None, 0.0
+        live = self.store.get_memories(hits)
+        ranked = sorted(
+            ((k, s) for k, s in hits.items() if k in live and live[k].status != "superseded"),
+            key=lambda kv: -kv[1],
+        )
+        if not ranked:
+            return None, 0.0
+        return ranked[0][0], float(ranked[0][1])
+
+
+def _merge(target: MemoryRecord, new: MemoryRecord) -> MemoryRecord:
+    """Potentiation keeps the old text and folds in the new tags, links and weights."""
+    changes: dict[str, Any] = {
+        "tags": tuple(dict.fromkeys((*target.tags, *new.tags))),
+        "source_links": tuple(dict.fromkeys((*target.source_links, *new.source_links))),
+        "related_entities": tuple(dict.fromkeys((*target.related_entities,
+                                                 *new.related_entities))),
+        "importance": max(target.importance, new.importance),
+        "emotional": max(target.emotional, new.emotional),
+        "unresolved": max(target.unresolved, new.unresolved),
+    }
+    if new.entities_role and new.entities_role not in target.entities_role:
+        changes["entities_role"] = "; ".join(x for x in (target.entities_role,
+                                                         new.entities_role) if x)
+    if target.event_time is None and new.event_time is not None:
+        changes["event_time"] = new.event_time
+    merged = dataclasses.replace(target, **changes)
+    return dataclasses.replace(
+        merged,
+        weight=compute_weight(merged.importance, merged.emotional, merged.recurrence,
+                              merged.unresolved),
+    )
+
+
+def _replayed(seen: tuple[int, str, float, int | None], scope: str) -> WriteResult:
+    mid, decision, similarity, nearest = seen
+    return WriteResult(id=mid, decision=cast(Decision, decision), similarity=similarity,
+                       nearest=nearest, replayed=True, scope=scope)

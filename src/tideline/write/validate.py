@@ -1,0 +1,212 @@
+"""Input validation for everything that is about to be stored.
+
+Rules: text is NFC-normalised; NUL and lone surrogates are rejected; every field
+has a size cap; weights are integers 1–5; names (scope, namespace, kind, tags)
+are short single-line strings. Secrets (API keys, tokens, private keys) are
+redacted before anything reaches the database.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from tideline.config import Caps
+from tideline.errors import InputTooLarge, InvalidInput
+
+__all__ = [
+    "clean_list",
+    "clean_name",
+    "clean_text",
+    "clean_weight",
+    "parse_time",
+    "redact_secrets",
+]
+
+_NAME_RE = re.compile(r"^[\w][\w .:@/+-]*$", re.UNICODE)
+
+# Conservative patterns: each matches a credential format with a distinctive shape.
+_SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("private-key", re.compile(
+        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)")),
+    ("openai-key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}")),
+    ("github-token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}")),
+    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
+    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
+    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    ("bearer", re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{24,}")),
+    ("password-assignment", re.compile(
+        r"(?i)\b(password|passwd|api[_-]?key|secret|token)\s*[:=]\s*['\"]?[^\s'\"]{8,}")),
+)
+
+
+def redact_secrets(text: str) -> tuple[str, list[str]]:
+    """Replace credentials in ``text`` with ``[REDACTED:<kind>]``.
+
+    Args:
+        text: any text.
+
+    Returns:
+        The redacted text and the kinds of secrets found (empty when none).
+    """
+    found: list[str] = []
+    for kind, pattern in _SECRET_PATTERNS:
+        if pattern.search(text):
+            found.append(kind)
+            if kind in ("bearer", "password-assignment"):
+                text = pattern.sub(rf"\1=[REDACTED:{kind}]", text)
+            else:
+                text = pattern.sub(f"[REDACTED:{kind}]", text)
+    return text, found
+
+
+def clean_text(value: object, field: str, cap: int, *, required: bool = False) -> str:
+    """Validate and normalise one text field.
+
+    Args:
+        value: the raw value (must be a ``str`` or ``None``).
+        field: the field name, for error messages.
+        cap: maximum length in characters after normalisation.
+        required: reject empty (whitespace-only) text.
+
+    Returns:
+        The NFC-normalised text, stripped, with secrets redacted.
+
+    Raises:
+        InvalidInput: not a string, NUL byte, lone surrogate, or empty when required.
+        InputTooLarge: longer than ``cap``.
+    """
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        raise InvalidInput(f"{field} must be text, got {type(value).__name__}")
+    if "\x00" in value:
+        raise InvalidInput(f"{field} contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInput(f"{field} contains a lone surrogate at position {exc.start}") from exc
+    if len(value) > cap * 4:
+        raise InputTooLarge(f"{field} is {len(value)} characters; the cap is {cap}")
+    text = unicodedata.normalize("NFC", value).strip()
+    if len(text) > cap:
+        raise InputTooLarge(f"{field} is {len(text)} characters; the cap is {cap}")
+    if required and not text:
+        raise InvalidInput(f"{field} must not be empty")
+    text, _ = redact_secrets(text)
+    return text
+
+
+def clean_name(value: object, field: str, caps: Caps) -> str:
+    """Validate a scope, namespace, kind, speaker or tag-like name.
+
+    Raises:
+        InvalidInput: empty, multi-line or containing characters outside ``[\\w .:@/+-]``.
+        InputTooLarge: longer than the name cap.
+    """
+    text = clean_text(value, field, caps.name_chars, required=True)
+    if not _NAME_RE.match(text):
+        raise InvalidInput(f"{field} {text!r} may hold letters, digits and ' .:@/+-_' only")
+    return text
+
+
+def clean_list(
+    values: Iterable[object] | None, field: str, *, item_cap: int, count_cap: int
+) -> tuple[str, ...]:
+    """Validate a list of short strings (tags, entities); order kept, duplicates dropped.
+
+    Raises:
+        InvalidInput: an item is not text or is invalid.
+        InputTooLarge: too many items or an item too long.
+    """
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        values = [v for v in re.split(r"[,\n]", values) if v.strip()]
+    items = list(values)
+    if len(items) > count_cap:
+        raise InputTooLarge(f"{field} has {len(items)} items; the cap is {count_cap}")
+    out: list[str] = []
+    for raw in items:
+        text = clean_text(raw, field, item_cap, required=True)
+        if "\n" in text:
+            raise InvalidInput(f"{field} items must be single-line")
+        if text not in out:
+            out.append(text)
+    return tuple(out)
+
+
+def clean_ids(values: Sequence[object] | None, field: str, cap: int) -> tuple[int, ...]:
+    """Validate a list of integer ids (source_links, memory ids).
+
+    Raises:
+        InvalidInput: an item is not a positive integer.
+        InputTooLarge: more than ``cap`` items.
+    """
+    if values is None:
+        return ()
+    items = list(values)
+    if len(items) > cap:
+        raise InputTooLarge(f"{field} has {len(items)} items; the cap is {cap}")
+    out: list[int] = []
+    for raw in items:
+        if isinstance(raw, bool):
+            raise InvalidInput(f"{field} items must be integer ids")
+        try:
+            ident = int(str(raw).strip()) if isinstance(raw, str) else int(raw)  # type: ignore[call-overload]
+        except (TypeError, ValueError) as exc:
+            raise InvalidInput(f"{field} items must be integer ids, got {raw!r}") from exc
+        if ident <= 0:
+            raise InvalidInput(f"{field} ids must be positive, got {ident}")
+        if ident not in out:
+            out.append(ident)
+    return tuple(out)
+
+
+def clean_weight(value: object, field: str) -> int:
+    """Validate one of the four 1–5 weights.
+
+    Raises:
+        InvalidInput: not an integer in 1..5.
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InvalidInput(f"{field} must be an integer 1–5, got {value!r}")
+    if isinstance(value, float) and not value.is_integer():
+        raise InvalidInput(f"{field} must be an integer 1–5, got {value!r}")
+    number = int(value)
+    if not 1 <= number <= 5:
+        raise InvalidInput(f"{field} must be between 1 and 5, got {number}")
+    return number
+
+
+def parse_time(value: object, field: str = "time") -> float | None:
+    """Accept epoch seconds, ISO 8601 text or a datetime; ``None`` stays ``None``.
+
+    Raises:
+        InvalidInput: the value cannot be read as a time.
+    """
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool):
+        raise InvalidInput(f"{field} must be a time")
+    if isinstance(value, int | float):
+        return float(value)
+    if isinstance(value, datetime):
+        return value.timestamp()
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return float(text)
+        except ValueError:
+            pass
+        try:
+            parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise InvalidInput(f"{field} {value!r} is not ISO 8601 or epoch seconds") from exc
+        if parsed.tzinfo is None:
+            parsed = parsed.astimezone()
+        return parsed.timestamp()
+    raise InvalidInput(f"{field} must be a time, got {type(value).__name__}")

@@ -1,0 +1,40 @@
+"""Shared fixtures: a real SQLite store in tmp_path with the hashing embedder."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tideline import Memory
+from tideline.embed import HashingEmbedder, ThresholdProfile
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+# Thresholds for the hashing embedder chosen for tests of the gate's three outcomes.
+TEST_PROFILE = ThresholdProfile(same=0.9, related=0.55, abstain=0.35, floor=0.1)
+
+
+def hashing() -> HashingEmbedder:
+    """A hashing embedder with the test profile."""
+    emb = HashingEmbedder()
+    emb.profile = TEST_PROFILE
+    return emb
+
+
+@pytest.fixture
+def store_dir(tmp_path: Path) -> Path:
+    """A fresh store directory."""
+    return tmp_path / "store"
+
+
+@pytest.fixture
+def mem(store_dir: Path) -> Iterator[Memory]:
+    """An opened memory on a real SQLite file with the hashing embedder."""
+    m = Memory.open(store_dir, embedder=hashing())
+    try:
+        yield m
+    finally:
+        m.close()
