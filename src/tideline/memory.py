@@ -9,6 +9,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from tideline.cognition import CognitionMixin
+from tideline.dream.mixin import DreamMixin
+from tideline.inject.mixin import InjectMixin
+from tideline.sleep.mixin import SleepMixin
 from tideline.config import Config
 from tideline.dynamics import reinforce, retention, weaken
 from tideline.embed import Embedder, embedder_from_marker, make_embedder
@@ -43,7 +47,7 @@ __all__ = ["ImportResult", "Memory", "parse_time"]
 Progress = Callable[[int, int], None]
 
 
-class Memory:
+class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
     """A long-term memory over one store directory and namespace.
 
     Open with :meth:`open`; use as a context manager or call :meth:`close`.

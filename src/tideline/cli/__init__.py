@@ -76,6 +76,7 @@ def guarded(fn: F) -> F:
 
 def main() -> None:
     """Console-script entry point."""
-    from tideline.cli import commands  # noqa: F401  (registers the commands)
+    # Importing the modules registers their commands on ``app``.
+    from tideline.cli import agent, commands, dream, sleep  # noqa: F401
 
     app()

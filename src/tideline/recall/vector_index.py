@@ -856,7 +856,7 @@ class VectorIndex:
             _unlink_quietly(tmp)
             raise
         self._dirty = 0
-        self._prune(keep=self._file_name(seq))
+        self._prune()
 
     def _write_trailer(self, fh: Any, store: _Store, seq: int, payload_len: int, crc: int) -> None:
         header = {
@@ -878,11 +878,12 @@ class VectorIndex:
         fh.flush()
         os.fsync(fh.fileno())
 
-    def _prune(self, keep: str) -> None:
+    def _prune(self) -> None:
+        """Keep the newest two files of this marker/dim; drop older foreign ones and stale temps."""
         files = self._saved_files()
         mine = [item for item in files if item[1] == self._tag]
         newest = mine[0][0] if mine else 0
-        kept = {path.name for _, _, path in mine[:_KEEP_FILES]} | {keep}
+        kept = {path.name for _, _, path in mine[:_KEEP_FILES]}
         for seq, tag, path in files:
             if path.name in kept:
                 continue

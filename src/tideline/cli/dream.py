@@ -1,0 +1,3 @@
+"""DREAM commands."""
+
+from __future__ import annotations

@@ -1,0 +1,3 @@
+"""Sleep and report commands."""
+
+from __future__ import annotations

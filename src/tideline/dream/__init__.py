@@ -1,0 +1,1 @@
+"""DREAM: LLM consolidation (solidify, comb, wander, dream)."""

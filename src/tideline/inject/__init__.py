@@ -1,0 +1,1 @@
+"""Injection tiers T0–T4 and importers (agent integration)."""

@@ -1,0 +1,1 @@
+"""Sleep: trace dynamics, learned associations, the script layer and the report."""
