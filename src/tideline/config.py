@@ -46,7 +46,7 @@ class RecallTuning:
     """Knobs of the recall path (fusion, graph spread, abstention)."""
 
     limit: int = 8
-    candidates: int = 60
+    candidates: int = 40
     keyword_boost: float = 0.3
     lexical_weight: float = 0.15
     graph_hops: int = 2

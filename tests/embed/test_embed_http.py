@@ -424,7 +424,11 @@ def test_constructor_validation() -> None:
     assert embeddings_endpoint("http://h:1/v1/") == "http://h:1/v1/embeddings"
     assert embeddings_endpoint("https://h/api/v1") == "https://h/api/v1/embeddings"
     assert embeddings_endpoint("http://h/v1/embeddings") == "http://h/v1/embeddings"
-    for bad in ("", "ftp://h", "h:8000", "http://"):
+    assert embeddings_endpoint("https://h/x/embeddings?api-version=1#f") == (
+        "https://h/x/embeddings?api-version=1"
+    )
+    assert embeddings_endpoint("http://[::1]:8080") == "http://[::1]:8080/v1/embeddings"
+    for bad in ("", "ftp://h", "h:8000", "http://", "http://h:99999", "http://h:x"):
         with pytest.raises(InvalidInput):
             HttpEmbedder(bad, "m")
     with pytest.raises(InvalidInput):
@@ -433,4 +437,8 @@ def test_constructor_validation() -> None:
         HttpEmbedder("http://h", "m", dim=0)
     with pytest.raises(InvalidInput):
         HttpEmbedder("http://h", "m", batch=0)
+    for key in ("two words", "line\nbreak", "ключ", "\x00"):
+        with pytest.raises(InvalidInput) as info:
+            HttpEmbedder("http://h", "m", api_key=key)
+        assert key not in str(info.value)
     assert HttpEmbedder("http://h", "text-embedding-3-small").profile == PROFILES["http-default"]

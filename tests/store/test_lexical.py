@@ -193,8 +193,6 @@ def test_every_stored_word_is_found(docs: list[str], data: st.DataObject) -> Non
         found = store.search(probe)
         assert ids[which] in found, (probe, expr, trigram_expression(probe))
         assert ids[which] in store.words(probe, "all"), (probe, match_expression(probe, mode="all"))
-        if len(probe.strip(",.;:!?()[]{}\"'")) >= 3:
-            assert trigram_expression(probe) is not None
 
 
 # --- examples -----------------------------------------------------------------------
@@ -292,7 +290,8 @@ def test_stopwords(store: Store) -> None:
     assert query_terms("what is the whale-listen port?") == ["whale-listen", "port"]
     assert query_terms("what is") == []
     assert trigram_expression("what is the whale-listen") == '"whale-listen"'
-    assert trigram_expression("what the") == '"what" OR "the"'
+    assert trigram_expression("which where") == '"which" OR "where"'
+    assert trigram_expression("what the") is None
 
 
 def test_all_mode_joins_with_and() -> None:
@@ -324,7 +323,7 @@ def test_long_word_becomes_a_prefix_query(store: Store) -> None:
 def test_trigram_expression() -> None:
     assert trigram_expression("(psycopg2), E1234!") == '"psycopg2" OR "E1234"'
     assert trigram_expression('"foo"bar"') == '"foo""bar"'
-    assert trigram_expression("Foo foo FOO") == '"Foo"'
+    assert trigram_expression("Fooba fooba FOOBA") == '"Fooba"'
 
 
 def test_index_text() -> None:
@@ -430,3 +429,11 @@ def test_jieba_is_not_imported_for_non_cjk_and_is_silent() -> None:
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr == ""
     assert proc.stdout == ""
+
+
+def test_trigram_only_for_identifiers_codes_cjk_and_compounds() -> None:
+    for token in ("psycopg2", "E1234", "whale-listen", "v1.2.3", "边界问题", "Datenbankverbindung",
+                  "psycopg"):
+        assert trigram_expression(token) is not None, token
+    for token in ("live", "now", "the cat sat"):
+        assert trigram_expression(token) is None, token

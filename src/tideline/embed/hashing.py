@@ -4,8 +4,7 @@ Features of a text (after NFKC normalisation and casefolding):
 
 * word unigrams (runs of ``\\w`` outside CJK scripts),
 * character 3-grams of each such word, padded as ``<word>``,
-* for CJK runs (Han, kana, Hangul): character bigrams and, at lower weight,
-  single characters.
+* for CJK runs (Han, kana, Hangul): character bigrams and single characters.
 
 Each feature is hashed with keyed BLAKE2b (stable across processes and
 platforms, unlike :func:`hash`) to a bucket and a sign; the weight is

@@ -17,9 +17,9 @@ import math
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
-import httpx
 import numpy as np
 
 from tideline.embed.base import (
@@ -32,9 +32,12 @@ from tideline.embed.base import (
 )
 from tideline.errors import EmbedderError, InvalidInput
 
+if TYPE_CHECKING:  # httpx is imported on the first request (keeps `import` fast)
+    import httpx
+
 __all__ = ["HttpEmbedder", "embeddings_endpoint"]
 
-_RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+_RETRY_STATUS = frozenset({408, 409, 425, 429})  # and every 5xx except 501
 _MAX_RETRY_AFTER = 30.0
 _PROBE_TEXT = "dim probe"
 
@@ -44,23 +47,26 @@ def embeddings_endpoint(url: str) -> str:
 
     ``http://h:8000``, ``http://h:8000/``, ``http://h:8000/v1`` and
     ``http://h:8000/v1/embeddings`` all give ``http://h:8000/v1/embeddings``.
+    A query string (``?api-version=...``) is kept; a fragment is dropped.
+
+    Raises:
+        InvalidInput: not an ``http(s)://host[:port]/...`` URL.
     """
     if not isinstance(url, str) or not url.strip():
         raise InvalidInput("embedding endpoint URL must be a non-empty string")
-    base = url.strip().rstrip("/")
-    if not base.lower().startswith(("http://", "https://")):
-        raise InvalidInput(f"embedding endpoint URL must start with http:// or https://: {base!r}")
     try:
-        host = httpx.URL(base).host
-    except httpx.InvalidURL as exc:
+        parts = urlsplit(url.strip())
+        host, _port = parts.hostname, parts.port
+    except ValueError as exc:
         raise InvalidInput(f"invalid embedding endpoint URL: {exc}") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise InvalidInput("embedding endpoint URL must start with http:// or https://")
     if not host:
         raise InvalidInput("embedding endpoint URL has no host")
-    if base.endswith("/embeddings"):
-        return base
-    if base.endswith("/v1"):
-        return base + "/embeddings"
-    return base + "/v1/embeddings"
+    path = parts.path.rstrip("/")
+    if not path.endswith("/embeddings"):
+        path += "/embeddings" if path.endswith("/v1") else "/v1/embeddings"
+    return urlunsplit((parts.scheme.lower(), parts.netloc, path, parts.query, ""))
 
 
 class HttpEmbedder:
@@ -75,8 +81,9 @@ class HttpEmbedder:
             is read, or from the first response, when not given.
         timeout: seconds per request.
         batch: texts per request.
-        retries: extra attempts after a 408/409/425/429/5xx or a connection
-            error, with exponential backoff (honouring ``Retry-After``).
+        retries: extra attempts after a 408/409/425/429, a 5xx (except 501)
+            or a connection error/timeout, with exponential backoff
+            (honouring a numeric ``Retry-After``, capped at 30 s).
         backoff: first backoff delay in seconds (doubles each retry).
         query_prefix: prepended to queries (e5-style servers: ``"query: "``).
         passage_prefix: prepended to passages (e5-style: ``"passage: "``).
@@ -122,6 +129,13 @@ class HttpEmbedder:
             raise InvalidInput(f"timeout must be positive, got {timeout!r}")
         if not isinstance(max_chars, int) or max_chars < 1:
             raise InvalidInput(f"max_chars must be a positive int, got {max_chars!r}")
+        if api_key is not None and (
+            not isinstance(api_key, str)
+            or not api_key.isascii()
+            or not api_key.isprintable()
+            or any(ch.isspace() for ch in api_key)
+        ):
+            raise InvalidInput("api_key must be printable ASCII without spaces (value not shown)")
         self.model = model.strip()
         self._api_key = api_key or None
         self._dim = dim
@@ -160,6 +174,8 @@ class HttpEmbedder:
 
     # -- lifecycle ----------------------------------------------------------
     def _http(self) -> httpx.Client:
+        import httpx
+
         with self._lock:
             if self._client is None:
                 headers = {"Content-Type": "application/json", "Accept": "application/json"}
@@ -204,14 +220,18 @@ class HttpEmbedder:
     def _scrub(self, message: str) -> str:
         """One line, bounded, with the API key masked."""
         text = " ".join(str(message).split())
-        if self._api_key:
-            text = text.replace(self._api_key, "***")
+        text = text.replace(self.endpoint, self._shown)
+        for secret in (self._api_key, urlsplit(self.endpoint).password):
+            if secret:
+                text = text.replace(secret, "***")
         return text[:300]
 
     def _fail(self, message: str) -> EmbedderError:
         return EmbedderError(self._scrub(f"embedding endpoint {self._shown}: {message}"))
 
     def _post(self, texts: list[str], input_type: str) -> Vectors:
+        import httpx
+
         payload: dict[str, Any] = {"model": self.model, "input": texts}
         if self.send_input_type:
             payload["input_type"] = input_type
@@ -232,7 +252,8 @@ class HttpEmbedder:
                 status = response.status_code
                 if status == 200:
                     return self._parse(response, len(texts))
-                if status not in _RETRY_STATUS or attempt >= self.retries:
+                retryable = status in _RETRY_STATUS or (status >= 500 and status != 501)
+                if not retryable or attempt >= self.retries:
                     raise self._fail(
                         f"HTTP {status}{_server_message(response)}"
                         + (f" after {attempt + 1} attempts" if attempt else "")
@@ -295,10 +316,11 @@ class HttpEmbedder:
 
 def _display_url(url: str) -> str:
     """The URL without user info, query or fragment (they may hold secrets)."""
-    parsed = httpx.URL(url)
-    host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
-    port = f":{parsed.port}" if parsed.port else ""
-    return f"{parsed.scheme}://{host}{port}{parsed.path}"
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    host = f"[{host}]" if ":" in host else host
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}"
 
 
 def _server_message(response: httpx.Response) -> str:

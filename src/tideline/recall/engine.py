@@ -122,7 +122,7 @@ class RecallEngine:
             else:
                 t = turns[cand.key]
                 text = turn_index_text(t.speaker, t.text)
-            cand.keyword = _coverage(text, terms)
+            cand.keyword = lexical.keyword_coverage(text, terms)
             cand.score = self._relevance(cand, profile.floor)
             if cand.type == "memory":
                 cand.score *= self._salience(memories[cand.key], now)
@@ -160,14 +160,15 @@ class RecallEngine:
         cands: dict[tuple[str, int], Candidate],
     ) -> dict[int, MemoryRecord]:
         vec = self.vectors.search("m", scopes, qv, k)
-        lex = self._lexical(expr, tri, "memories", scopes, k, kind, since, until)
+        lex = self._lexical(expr, tri, "memories", scopes, self._lexical_k(k), kind, since,
+                            until)
         recs = self.store.get_memories([*vec, *lex])
         live = {
             mid: r for mid, r in recs.items()
             if r.status != "superseded" and (kind is None or r.kind == kind)
             and _in_time(r.event_time or r.recorded_at, since, until)
         }
-        missing = [m for m in lex if m in live and m not in vec]
+        missing = [live[m] for m in lex if m in live and m not in vec]
         if missing:
             for mid, v in self.store.memory_vectors(missing, self.embedder.dim).items():
                 vec[mid] = float(v @ qv)
@@ -183,12 +184,12 @@ class RecallEngine:
         since: float | None, until: float | None, cands: dict[tuple[str, int], Candidate],
     ) -> dict[int, Turn]:
         vec = self.vectors.search("t", scopes, qv, k)
-        lex = self._lexical(expr, tri, "turns", scopes, k, None, since, until)
+        lex = self._lexical(expr, tri, "turns", scopes, self._lexical_k(k), None, since, until)
         turns = {
             tid: t for tid, t in self.store.get_turns([*vec, *lex]).items()
             if _in_time(t.timestamp or t.recorded_at, since, until)
         }
-        missing = [t for t in lex if t in turns and t not in vec]
+        missing = [turns[t] for t in lex if t in turns and t not in vec]
         if missing:
             for tid, v in self.store.turn_vectors(missing, self.embedder.dim).items():
                 vec[tid] = float(v @ qv)
@@ -197,6 +198,10 @@ class RecallEngine:
             cands[("turn", tid)] = Candidate("turn", tid, source, similarity=vec.get(tid, 0.0),
                                              lexical_rank=lex.get(tid))
         return turns
+
+    def _lexical_k(self, k: int) -> int:
+        """Lexical candidates per table: fewer than vector ones, the keyword boost ranks them."""
+        return max(20, k // 2)
 
     def _lexical(
         self, expr: str | None, tri: str | None, table: str, scopes: Sequence[str], k: int,
@@ -257,7 +262,7 @@ class RecallEngine:
                         reached[b] = max(reached.get(b, 0.0), value)
             new_ids = [m for m in reached if ("memory", m) not in cands]
             recs = self.store.get_memories(new_ids)
-            vecs = self.store.memory_vectors(list(recs), self.embedder.dim) if recs else {}
+            vecs = self.store.memory_vectors(list(recs.values()), self.embedder.dim)
             next_frontier: dict[int, float] = {}
             for mid, value in reached.items():
                 existing = cands.get(("memory", mid))
@@ -306,13 +311,6 @@ class RecallEngine:
             turn_index=t.turn_index, speaker=t.speaker, role=t.role,
             timestamp=iso(t.timestamp),
         )
-
-
-def _coverage(text: str, terms: Sequence[str]) -> float:
-    if not terms:
-        return 0.0
-    hits = sum(1 for t in terms if lexical.contains_term(text, t))
-    return hits / len(terms)
 
 
 def _in_time(ts: float | None, since: float | None, until: float | None) -> bool:

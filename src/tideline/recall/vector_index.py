@@ -667,7 +667,8 @@ class VectorIndex:
                 return applied, True
             if source.vector_seq() == self._seq:
                 return applied, False  # stable log, wrong count: genuinely inconsistent
-        return applied, False
+        # Writers kept moving, so the count could not be verified; a later sync will.
+        return applied, True
 
     def _catch_up(self, source: VectorSource) -> int:
         store = self._store

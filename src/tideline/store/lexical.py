@@ -30,6 +30,7 @@ import logging
 import re
 import threading
 import unicodedata
+from collections.abc import Sequence
 import warnings
 from typing import Any, Literal
 
@@ -39,6 +40,7 @@ __all__ = [
     "MAX_TERM_CHARS",
     "MAX_TERMS",
     "contains_term",
+    "keyword_coverage",
     "has_cjk",
     "index_text",
     "match_expression",
@@ -380,7 +382,8 @@ def trigram_expression(query: str) -> str | None:
 
     The query is NFC-normalised (controls become spaces, lone surrogates go);
     each whitespace token is stripped of surrounding punctuation and kept when
-    it has three characters or more, one of them a letter or digit. Tokens are
+    it has three characters or more, one of them a letter or digit, and looks
+    like an identifier, a code, CJK text or a word of five letters or more. Tokens are
     quoted, cut to :data:`MAX_TERM_CHARS` and joined with OR; stopwords are
     left out unless nothing else remains. The trigram
     tokenizer folds case itself, so the stored body may be lowercased or not.
@@ -399,6 +402,8 @@ def trigram_expression(query: str) -> str | None:
         key = term.casefold()
         if len(term) < 3 or key in seen or not any(ch.isalnum() for ch in term):
             continue
+        if not _wants_substring(term):
+            continue
         seen.add(key)
         terms.append((_quote(term), key.replace("\u2019", "'") in _STOPWORDS))
         if len(terms) >= MAX_TERMS:
@@ -407,6 +412,24 @@ def trigram_expression(query: str) -> str | None:
         return None
     kept = [expr for expr, stop in terms if not stop] or [expr for expr, _ in terms]
     return " OR ".join(kept)
+
+
+_IDENTIFIER_PUNCT = frozenset("-_./:@#+\\=~$%&")
+
+
+def _wants_substring(term: str) -> bool:
+    """Whether a token goes to the trigram table: identifiers, codes, CJK, longer words.
+
+    Short plain words are matched whole by the word table; sending them to the
+    trigram table too would only add slow, noisy substring hits (``live`` in
+    ``olive``, ``now`` in ``know``). Longer words keep substring search so that
+    ``psycopg`` still finds ``psycopg2-binary``.
+    """
+    return (
+        any(ch.isdigit() or ch in _IDENTIFIER_PUNCT for ch in term)
+        or has_cjk(term)
+        or len(term) >= 5
+    )
 
 
 def query_terms(query: str) -> list[str]:
@@ -472,10 +495,31 @@ def contains_term(text: str, term: str) -> bool:
     Returns:
         True when the term occurs.
     """
-    needle = _clean_keywords(term).strip()
+    return _find_keyword(_clean_keywords(text), _clean_keywords(term).strip())
+
+
+def keyword_coverage(text: str, terms: Sequence[str]) -> float:
+    """Share of ``terms`` that occur in ``text`` as keywords (see :func:`contains_term`).
+
+    The text is normalised once, so this is the cheap way to score many terms.
+
+    Args:
+        text: the stored text.
+        terms: terms as :func:`query_terms` returns them (already normalised).
+
+    Returns:
+        0–1 (0 when there are no terms).
+    """
+    if not terms:
+        return 0.0
+    hay = _clean_keywords(text)
+    hits = sum(1 for t in terms if _find_keyword(hay, t))
+    return hits / len(terms)
+
+
+def _find_keyword(hay: str, needle: str) -> bool:
     if not needle:
         return False
-    hay = _clean_keywords(text)
     check_left = _is_word_char(needle[0])
     check_right = _is_word_char(needle[-1])
     start = hay.find(needle)

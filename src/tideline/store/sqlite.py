@@ -35,12 +35,16 @@ _TURN_COLUMNS = (
 )
 
 
+def _jtuple(raw: str) -> tuple[Any, ...]:
+    return () if raw == "[]" else tuple(json.loads(raw))
+
+
 def memory_from_row(row: Sequence[Any]) -> MemoryRecord:
     """Build a record from a row selected with ``_MEMORY_COLUMNS``."""
     return MemoryRecord(
         id=row[0], scope=row[1], kind=row[2], gesture=row[3], context=row[4],
-        cognition_direction=row[5], tags=tuple(json.loads(row[6])), entities_role=row[7],
-        related_entities=tuple(json.loads(row[8])), source_links=tuple(json.loads(row[9])),
+        cognition_direction=row[5], tags=_jtuple(row[6]), entities_role=row[7],
+        related_entities=_jtuple(row[8]), source_links=_jtuple(row[9]),
         importance=row[10], emotional=row[11], recurrence=row[12], unresolved=row[13],
         weight=row[14], strength=row[15], stability=row[16], reinforcements=row[17],
         last_access=row[18], status=row[19], version=row[20], supersedes=row[21],
@@ -389,12 +393,11 @@ class SQLiteStore:
             args.append(until)
         return where, args
 
-    def memory_vectors(self, ids: Sequence[int], dim: int) -> dict[int, np.ndarray]:
-        """Stored vectors of the given memories, whatever their scope."""
+    def memory_vectors(self, recs: Sequence[MemoryRecord], dim: int) -> dict[int, np.ndarray]:
+        """Stored vectors of the given memories (looked up in each one's scope space)."""
         out: dict[int, np.ndarray] = {}
-        recs = self.get_memories(ids)
         by_space: dict[str, list[int]] = {}
-        for rec in recs.values():
+        for rec in recs:
             by_space.setdefault(self.space("m", rec.scope), []).append(rec.id)
         for space, keys in by_space.items():
             found, matrix = SpaceSource(self.db, space, dim).vectors_for(keys)
@@ -560,11 +563,10 @@ class SQLiteStore:
             rows = c.execute(sql, (expression, *args, limit)).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
-    def turn_vectors(self, ids: Sequence[int], dim: int) -> dict[int, np.ndarray]:
-        """Stored vectors of the given turns."""
-        turns = self.get_turns(ids)
+    def turn_vectors(self, turns: Sequence[Turn], dim: int) -> dict[int, np.ndarray]:
+        """Stored vectors of the given turns (looked up in each one's scope space)."""
         by_space: dict[str, list[int]] = {}
-        for t in turns.values():
+        for t in turns:
             by_space.setdefault(self.space("t", t.scope), []).append(t.id)
         out: dict[int, np.ndarray] = {}
         for space, keys in by_space.items():

@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
+from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
@@ -28,7 +29,7 @@ from tideline.models import Decision, MemoryRecord, WriteResult, compute_weight
 from tideline.recall.vectors import VectorSpaces
 from tideline.store.sqlite import SQLiteStore
 
-__all__ = ["Writer", "gate_decision", "idempotency_key"]
+__all__ = ["PreparedWrite", "Writer", "gate_decision", "idempotency_key", "merge_into"]
 
 
 def idempotency_key(namespace: str, rec: MemoryRecord, source: str) -> str:
@@ -47,6 +48,29 @@ def gate_decision(similarity: float, same: float, related: float) -> Decision:
     if similarity >= related:
         return "link"
     return "new"
+
+
+@dataclass(frozen=True)
+class PreparedWrite:
+    """A draft that has been embedded and judged by the gate, not yet stored.
+
+    Attributes:
+        rec: the validated draft.
+        key: its idempotency key.
+        source: where the write came from.
+        vector: its embedding.
+        nearest: the nearest live memory in scope, if any.
+        similarity: cosine to ``nearest``.
+        decision: what the gate decided (re-checked at commit).
+    """
+
+    rec: MemoryRecord
+    key: str
+    source: str
+    vector: np.ndarray
+    nearest: int | None
+    similarity: float
+    decision: Decision
 
 
 class Writer:
@@ -78,42 +102,80 @@ class Writer:
             StoreBusy: the write lock could not be had.
             EmbedderError: the embedder failed (nothing was written).
         """
+        prepared = self.prepare(rec, key=key, source=source, gate=gate)
+        if isinstance(prepared, WriteResult):
+            return prepared
+        with self.store.db.write() as c:
+            return self.commit(c, prepared, time.time())
+
+    def prepare(
+        self, rec: MemoryRecord, *, key: str | None, source: str, gate: bool = True,
+        vector: np.ndarray | None = None,
+    ) -> PreparedWrite | WriteResult:
+        """The slow half of a write, outside any transaction: embed and ask the gate.
+
+        Args:
+            rec: the validated draft.
+            key: idempotency key; ``None`` derives one from the content.
+            source: where the write came from.
+            gate: run the novelty gate.
+            vector: the draft's embedding, if the caller already has it.
+
+        Returns:
+            What :meth:`commit` needs, or the stored outcome when the key was seen before.
+
+        Raises:
+            EmbedderError: the embedder failed.
+        """
         key = key or idempotency_key(self.store.namespace, rec, source)
         seen = self.store.write_key(key)
         if seen is not None:
             return _replayed(seen, rec.scope)
-        vector = self.embedder.embed_passages([rec.text])[0]
+        if vector is None:
+            vector = self.embedder.embed_passages([rec.text])[0]
         nearest, similarity = self._nearest(rec.scope, vector) if gate else (None, 0.0)
         profile = self.embedder.profile
         decision = gate_decision(similarity, profile.same, profile.related) if nearest else "new"
-        now = time.time()
-        with self.store.db.write() as c:
-            seen = self.store.write_key(key)
-            if seen is not None:
-                return _replayed(seen, rec.scope)
-            target = None
-            if decision == "potentiate" and nearest is not None:
-                found = self.store.get_memories([nearest], c)
-                target = found.get(nearest)
-                if target is None or target.status == "superseded":
-                    decision, target = "new", None
-            if decision == "potentiate" and target is not None:
-                merged = _merge(reinforce(target, now, self.config.dynamics), rec)
-                self.store.update_memory(c, merged)
-                mid = merged.id
-            else:
-                fresh = dataclasses.replace(rec, recorded_at=now, updated_at=now,
-                                            last_access=now)
-                mid = self.store.insert_memory(c, fresh, vector)
-                if decision == "link" and nearest is not None:
-                    self.store.add_edge(c, mid, nearest, "related", round(similarity, 4), now)
-            self.store.record_write_key(c, key, mid, decision, similarity, nearest, now)
-            self.store.log_event(
-                c, "write",
-                {"decision": decision, "similarity": round(similarity, 4), "nearest": nearest,
-                 "scope": rec.scope, "kind": rec.kind, "source": source},
-                memory_id=mid, now=now,
-            )
+        return PreparedWrite(rec=rec, key=key, source=source, vector=vector, nearest=nearest,
+                             similarity=similarity, decision=decision)
+
+    def commit(self, c: Any, prepared: PreparedWrite, now: float) -> WriteResult:
+        """The fast half of a write, inside the caller's transaction ``c``.
+
+        The idempotency key and the potentiation target are checked again here,
+        because the world may have moved since :meth:`prepare`.
+
+        Returns:
+            The gate's decision and the id that now holds the memory.
+        """
+        rec, key, nearest, similarity = (prepared.rec, prepared.key, prepared.nearest,
+                                         prepared.similarity)
+        decision = prepared.decision
+        seen = self.store.write_key(key)
+        if seen is not None:
+            return _replayed(seen, rec.scope)
+        target = None
+        if decision == "potentiate" and nearest is not None:
+            found = self.store.get_memories([nearest], c)
+            target = found.get(nearest)
+            if target is None or target.status == "superseded":
+                decision, target = "new", None
+        if decision == "potentiate" and target is not None:
+            merged = merge_into(reinforce(target, now, self.config.dynamics), rec)
+            self.store.update_memory(c, merged)
+            mid = merged.id
+        else:
+            fresh = dataclasses.replace(rec, recorded_at=now, updated_at=now, last_access=now)
+            mid = self.store.insert_memory(c, fresh, prepared.vector)
+            if decision == "link" and nearest is not None:
+                self.store.add_edge(c, mid, nearest, "related", round(similarity, 4), now)
+        self.store.record_write_key(c, key, mid, decision, similarity, nearest, now)
+        self.store.log_event(
+            c, "write",
+            {"decision": decision, "similarity": round(similarity, 4), "nearest": nearest,
+             "scope": rec.scope, "kind": rec.kind, "source": prepared.source},
+            memory_id=mid, now=now,
+        )
         return WriteResult(id=mid, decision=decision, similarity=round(similarity, 4),
                            nearest=nearest, scope=rec.scope)
 
@@ -131,7 +193,7 @@ class Writer:
         return ranked[0][0], float(ranked[0][1])
 
 
-def _merge(target: MemoryRecord, new: MemoryRecord) -> MemoryRecord:
+def merge_into(target: MemoryRecord, new: MemoryRecord) -> MemoryRecord:
     """Potentiation keeps the old text and folds in the new tags, links and weights."""
     changes: dict[str, Any] = {
         "tags": tuple(dict.fromkeys((*target.tags, *new.tags))),

@@ -1,0 +1,181 @@
+"""Synthetic scaling benchmark: ``python -m tideline.bench recall --sizes 10000,100000``.
+
+For each size N it loads N synthetic facts (see :mod:`tideline.bench.synth`) into a
+fresh store, then asks paraphrase, exact-token and noise queries and prints one
+JSON line with recall@1/5/10, abstention precision and recall, p50/p95 latency
+engine-only and end to end, write throughput (gated writes and bulk load), ANN
+agreement with exact search (recall@10 of the index against a full scan), and
+peak RSS.
+
+Bulk load inserts rows through the store's own insert (same tables, full-text and
+vector log) in large transactions but without the novelty gate — the synthetic
+facts are template siblings that a gate would rightly treat as near-duplicates.
+Gated write throughput is measured separately on a sample.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import statistics
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tideline.bench.synth import Fact, Query, generate
+from tideline.config import Config
+from tideline.embed import make_embedder
+from tideline.memory import Memory
+from tideline.models import MemoryRecord
+
+__all__ = ["bulk_load", "main", "run_size"]
+
+
+def bulk_load(mem: Memory, facts: list[Fact], *, batch: int = 2_000,
+              progress: bool = False) -> tuple[dict[int, int], float]:
+    """Insert facts without the gate; returns fact key → memory id and the seconds taken."""
+    ids: dict[int, int] = {}
+    start = time.perf_counter()
+    now = time.time()
+    for lo in range(0, len(facts), batch):
+        chunk = facts[lo:lo + batch]
+        vectors = mem.embedder.embed_passages([f.text for f in chunk])
+        with mem.store.transaction() as c:
+            for fact, vec in zip(chunk, vectors, strict=True):
+                rec = MemoryRecord(id=0, scope="global", kind="fact", gesture=fact.text,
+                                   weight=0.25, stability=7.0, last_access=now,
+                                   recorded_at=now, updated_at=now)
+                ids[fact.key] = mem.store.insert_memory(c, rec, vec)
+        if progress and (lo // batch) % 25 == 0:
+            print(f"  loaded {lo + len(chunk)}/{len(facts)} "
+                  f"({time.perf_counter() - start:.0f} s)", flush=True)
+    return ids, time.perf_counter() - start
+
+
+def _percentile(values: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q)) if values else 0.0
+
+
+def run_size(n: int, queries: int, embedder: str, *, gated_sample: int = 1_000,
+             progress: bool = False, workdir: Path | None = None) -> dict[str, Any]:
+    """Run the benchmark at one size and return its figures."""
+    facts, qs = generate(n, queries)
+    with tempfile.TemporaryDirectory(prefix="tideline-bench-", dir=workdir) as tmp:
+        cfg = Config.load(home=Path(tmp) / "store", embedder=embedder)
+        emb = make_embedder(embedder)
+        gated = _gated_throughput(Path(tmp) / "gated", emb, facts[:gated_sample])
+        with Memory.open(cfg.home, embedder=emb, config=cfg) as mem:
+            ids, load_s = bulk_load(mem, facts, progress=progress)
+            t0 = time.perf_counter()
+            mem.vectors.index("m", "global")
+            index_s = time.perf_counter() - t0
+            mem.recall("warm up the caches", include_turns=False, log=False)
+            result = _ask(mem, qs, ids)
+            result["ann_recall_at_10"] = _ann_agreement(mem, qs[:200])
+        result.update({
+            "n": n, "queries": len(qs), "embedder": emb.marker,
+            "bulk_load_per_s": round(n / load_s, 1), "bulk_load_s": round(load_s, 1),
+            "index_build_s": round(index_s, 1), "gated_writes": gated,
+            "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        })
+    return result
+
+
+def _gated_throughput(home: Path, emb: Any, facts: list[Fact]) -> dict[str, Any]:
+    decisions: dict[str, int] = {}
+    with Memory.open(home, embedder=emb) as mem:
+        start = time.perf_counter()
+        for f in facts:
+            res = mem.remember(f.text)
+            decisions[res.decision] = decisions.get(res.decision, 0) + 1
+        secs = time.perf_counter() - start
+    return {"n": len(facts), "per_s": round(len(facts) / secs, 1), "decisions": decisions}
+
+
+def _ask(mem: Memory, qs: list[Query], ids: dict[int, int]) -> dict[str, Any]:
+    hits = {k: {1: 0, 5: 0, 10: 0, "n": 0} for k in ("paraphrase", "exact")}
+    engine: list[float] = []
+    e2e: list[float] = []
+    abstained_noise = abstained_real = noise = 0
+    for q in qs:
+        t0 = time.perf_counter()
+        packet = mem.recall(q.text, limit=10, include_turns=False)
+        e2e.append((time.perf_counter() - t0) * 1000)
+        engine.append(packet.engine_ms)
+        if q.expected is None:
+            noise += 1
+            abstained_noise += packet.abstained
+            continue
+        abstained_real += packet.abstained
+        ranked = [int(i.id) for i in packet.items]
+        target = ids[q.expected]
+        bucket = hits[q.kind]
+        bucket["n"] += 1
+        for k in (1, 5, 10):
+            bucket[k] += target in ranked[:k]
+    out: dict[str, Any] = {}
+    for kind, b in hits.items():
+        n = max(1, b["n"])
+        out[kind] = {f"recall@{k}": round(b[k] / n, 4) for k in (1, 5, 10)} | {"n": b["n"]}
+    real = len(qs) - noise
+    out["abstention"] = {
+        "precision": round(abstained_noise / max(1, abstained_noise + abstained_real), 4),
+        "recall": round(abstained_noise / max(1, noise), 4),
+        "false_abstention_rate": round(abstained_real / max(1, real), 4),
+    }
+    out["latency_ms"] = {
+        "engine_p50": round(statistics.median(engine), 3),
+        "engine_p95": round(_percentile(engine, 95), 3),
+        "e2e_p50": round(statistics.median(e2e), 3),
+        "e2e_p95": round(_percentile(e2e, 95), 3),
+    }
+    return out
+
+
+def _ann_agreement(mem: Memory, qs: list[Query]) -> float:
+    """Share of the exact top-10 that the ANN index returns (over all stored vectors)."""
+    source = mem.store.source("m", "global", mem.embedder.dim)
+    keys_list, mats = [], []
+    for keys, mat in source.iter_all_vectors(50_000):
+        keys_list.append(keys)
+        mats.append(mat)
+    keys = np.concatenate(keys_list)
+    matrix = np.concatenate(mats)
+    index = mem.vectors.index("m", "global")
+    agree = total = 0
+    for q in qs:
+        qv = mem.embedder.embed_query(q.text)
+        exact = set(keys[np.argsort(-(matrix @ qv))[:10]].tolist())
+        approx = {k for k, _ in index.search(qv, 10)}
+        agree += len(exact & approx)
+        total += len(exact)
+    return round(agree / max(1, total), 4)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Command-line entry point."""
+    parser = argparse.ArgumentParser(prog="python -m tideline.bench recall")
+    parser.add_argument("--sizes", default="10000,100000",
+                        help="comma-separated store sizes (e.g. 10000,100000,1000000)")
+    parser.add_argument("--queries", type=int, default=500)
+    parser.add_argument("--embedder", default="e5", help="e5 (default) or hashing")
+    parser.add_argument("--gated-sample", type=int, default=1_000)
+    parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args(argv)
+    for size in (int(s) for s in args.sizes.split(",") if s.strip()):
+        started = time.time()
+        result = run_size(size, args.queries, args.embedder, gated_sample=args.gated_sample,
+                          progress=not args.quiet, workdir=args.workdir)
+        result["wall_s"] = round(time.time() - started, 1)
+        result["machine"] = f"{platform.machine()} {platform.processor() or ''}".strip()
+        print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()
