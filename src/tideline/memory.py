@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from tideline.cognition import CognitionMixin
-from tideline.dream.mixin import DreamMixin
-from tideline.inject.mixin import InjectMixin
-from tideline.sleep.mixin import SleepMixin
 from tideline.config import Config
+from tideline.dream.mixin import DreamMixin
 from tideline.dynamics import reinforce, retention, weaken
 from tideline.embed import Embedder, embedder_from_marker, make_embedder
 from tideline.errors import InputTooLarge, InvalidInput
+from tideline.inject.mixin import InjectMixin
 from tideline.models import (
     KINDS,
     ImportResult,
@@ -28,6 +27,7 @@ from tideline.models import (
 )
 from tideline.recall.engine import RecallEngine
 from tideline.recall.vectors import VectorSpaces
+from tideline.sleep.mixin import SleepMixin
 from tideline.store import doctor as doctor_mod
 from tideline.store import reembed as reembed_mod
 from tideline.store.connection import peek_meta

@@ -1,1 +1,1 @@
-"""Benchmarks: ``python -m tideline.bench NAME [options]`` (``recall``, ``real``, ``calibrate``…)."""
+"""Benchmarks: ``python -m tideline.bench NAME [options]`` (recall, real, calibrate, …)."""

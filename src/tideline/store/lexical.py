@@ -30,8 +30,8 @@ import logging
 import re
 import threading
 import unicodedata
-from collections.abc import Sequence
 import warnings
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from tideline.errors import InvalidInput
