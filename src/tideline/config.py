@@ -15,7 +15,7 @@ from typing import Any
 
 from tideline.errors import InvalidInput
 
-__all__ = ["Caps", "Config", "Dynamics", "RecallTuning", "default_home"]
+__all__ = ["Caps", "Config", "Dynamics", "RecallTuning", "SleepTuning", "default_home"]
 
 
 def default_home() -> Path:
@@ -67,6 +67,85 @@ class Dynamics:
     max_half_life_days: float = 3650.0
     promote_after: int = 3
     dormant_below: float = 0.05
+    dormant_rank_factor: float = 0.6
+    """Recall score multiplier for a dormant memory (ranked lower, never dropped)."""
+    use_reinforce: float = 0.25
+    """Reinforcement a recall hit gives its memory at the next sleep (0 disables)."""
+    use_spacing_days: float = 1.0
+    """A recall hit reinforces only when this long has passed since the last access."""
+
+
+@dataclass(frozen=True)
+class SleepTuning:
+    """Knobs of sleep: orchestration, plasticity, the script layer (see docs/sleep.md)."""
+
+    # orchestration
+    lock_wait_s: float = 120.0
+    """How long a second sleep waits for the first one before it gives up (skips)."""
+    lock_lease_s: float = 900.0
+    """A sleep lock not renewed for this long is considered abandoned."""
+    refresh_after_hours: float = 24.0
+    """The gate opens after this long even when nothing changed (retention moves on)."""
+    max_touch_share: float = 0.5
+    """A step that would demote or prune more than this share of its rows stops and asks."""
+    guard_min: int = 50
+    """…unless it touches fewer rows than this (small stores are not blocked)."""
+    rebuild_growth: float = 0.05
+    """Clusters are rebuilt from scratch when the store grew by this share since the last
+    build (else new memories are assigned incrementally)."""
+    rebuild_after_hours: float = 24.0
+    """…or when the last full build is older than this."""
+    # plasticity (STDP-like commit of co-recall eligibility)
+    stdp_rate: float = 0.3
+    stdp_forward: float = 1.0
+    """Earlier-ranked → later-ranked (and earlier recall → later recall) direction."""
+    stdp_backward: float = 0.5
+    """The reverse direction (weaker)."""
+    stdp_rank_tau: float = 2.0
+    stdp_pair_top: int = 8
+    stdp_min_score: float = 0.05
+    stdp_window_s: float = 600.0
+    """Recalls closer than this in time pair across recalls."""
+    stdp_time_tau_s: float = 300.0
+    stdp_cross_top: int = 3
+    stdp_cross_rate: float = 0.5
+    reward_window_s: float = 3600.0
+    """A reflect this soon after a recall modulates that recall's update."""
+    reward_gain: float = 1.5
+    edge_half_life_days: float = 45.0
+    edge_prune_below: float = 0.02
+    # topic clusters
+    topic_generic_df: float = 0.2
+    topic_min_occurrences: int = 3
+    topic_min_size: int = 2
+    topic_keywords_per_memory: int = 6
+    topic_merge: bool = False
+    topic_merge_jaccard: float = 0.5
+    topic_exact_pos: bool = False
+    """Tag CJK words with jieba.posseg's HMM (slow) instead of its dictionary tags."""
+    # embedding soft clusters and routing
+    cluster_memberships: int = 3
+    cluster_sample: int = 30_000
+    route_clusters: int = 2
+    route_adjacent: int = 2
+    route_members: int = 30
+    route_factor: float = 0.7
+    # attention
+    attention_days: int = 30
+    # entity graph
+    entity_profile_min: int = 3
+    # recurrence and weights
+    recurrence_steps: tuple[int, ...] = (1, 3, 6, 11)
+    """Other memories sharing a tag needed for recurrence 2, 3, 4, 5."""
+    inflation_threshold: float = 0.7
+    inflation_target: float = 0.6
+    inflation_window: int = 50
+    # unindexed context and backfill
+    scan_gap_minutes: int = 30
+    scan_max_turns: int = 400
+    backfill_window_hours: float = 24.0
+    backfill_links: int = 3
+    backfill_candidates: int = 200
 
 
 @dataclass(frozen=True)
@@ -93,6 +172,7 @@ class Config:
     caps: Caps = field(default_factory=Caps)
     recall: RecallTuning = field(default_factory=RecallTuning)
     dynamics: Dynamics = field(default_factory=Dynamics)
+    sleep: SleepTuning = field(default_factory=SleepTuning)
 
     @classmethod
     def load(cls, **overrides: Any) -> Config:

@@ -258,6 +258,7 @@ class RecallPacket:
     best_similarity: float = 0.0
     considered: int = 0
     filters: dict[str, Any] = field(default_factory=dict)
+    signals: dict[str, float] = field(default_factory=dict)
 
     @property
     def memories(self) -> tuple[RecallItem, ...]:
@@ -281,6 +282,7 @@ class RecallPacket:
             "engine_ms": round(self.engine_ms, 3),
             "best_similarity": round(self.best_similarity, 4),
             "considered": self.considered,
+            "signals": self.signals,
             "filters": self.filters,
         }
 

@@ -46,12 +46,16 @@ class ThresholdProfile:
         abstain: recall abstains when the best vector similarity is below
             this and there is no lexical hit.
         floor: cosine below which a vector candidate is ignored entirely.
+        margin: recall also trusts a best hit that stands this many standard
+            deviations above the query's background of candidates (useful for
+            anisotropic models, where every cosine is high).
     """
 
     same: float
     related: float
     abstain: float
     floor: float
+    margin: float = 3.0
 
     def __post_init__(self) -> None:
         values = (self.same, self.related, self.abstain, self.floor)

@@ -1,7 +1,8 @@
 """Starting threshold profiles per embedder.
 
-These are *measured starting values*; ``python -m tideline.bench.calibrate``
-is meant to recompute and overwrite them.
+These are *measured starting values*. ``python -m tideline.bench calibrate``
+recomputes them from the real benchmark and writes ``calibrated.json`` beside
+this file, whose values win when present.
 
 Measurement (tests/embed/embed_calibration_pairs.py): 20 memory-style entries in each
 of en/de/zh/ru, each with an anchor, a paraphrase (same memory), a related
@@ -53,6 +54,9 @@ paraphrases ~0.85-0.95. e5-family models served over HTTP get the e5 profile
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from tideline.embed.base import ThresholdProfile
 
 __all__ = ["PROFILES", "profile_for"]
@@ -62,6 +66,19 @@ PROFILES: dict[str, ThresholdProfile] = {
     "e5": ThresholdProfile(same=0.935, related=0.87, abstain=0.84, floor=0.80),
     "http-default": ThresholdProfile(same=0.90, related=0.65, abstain=0.40, floor=0.25),
 }
+
+
+def _load_calibrated() -> None:
+    """Override the starting values with ``calibrated.json`` (written by the calibration)."""
+    path = Path(__file__).with_name("calibrated.json")
+    if not path.is_file():
+        return
+    data = json.loads(path.read_text("utf-8"))
+    for key, entry in data.get("profiles", {}).items():
+        PROFILES[key] = ThresholdProfile(**entry["profile"])
+
+
+_load_calibrated()
 
 
 def profile_for(name: str, model: str) -> ThresholdProfile:

@@ -17,7 +17,7 @@ from tideline.config import Caps
 from tideline.embed.base import Embedder
 from tideline.errors import InvalidInput
 from tideline.models import ImportResult, Turn
-from tideline.store.sqlite import SQLiteStore, turn_index_text
+from tideline.store.sqlite import SQLiteStore, turn_embed_text
 from tideline.write.validate import clean_name, clean_text, parse_time
 
 __all__ = ["prepare_turns", "store_turns"]
@@ -93,9 +93,16 @@ def store_turns(
         fresh.append(t)
     inserted: list[int] = []
     total = len(fresh)
+    by_position = {(t.session, t.turn_index): t for t in turns}
     for start in range(0, total, EMBED_BATCH):
         chunk = fresh[start:start + EMBED_BATCH]
-        vectors = embedder.embed_passages([turn_index_text(t.speaker, t.text) for t in chunk])
+        texts = []
+        for t in chunk:
+            prev = by_position.get((t.session, t.turn_index - 1)) or store.previous_turn(
+                t.session, t.turn_index)
+            texts.append(turn_embed_text(t.speaker, t.text, prev.speaker if prev else None,
+                                         prev.text if prev else None))
+        vectors = embedder.embed_passages(texts)
         with store.db.write() as c:
             for turn, vec in zip(chunk, vectors, strict=True):
                 tid = store.insert_turn(c, turn, vec)

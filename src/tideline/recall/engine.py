@@ -28,6 +28,7 @@ from tideline.config import Config
 from tideline.dynamics import retention
 from tideline.embed.base import Embedder
 from tideline.models import MemoryRecord, RecallItem, RecallPacket, Turn, iso
+from tideline.recall.routing import ClusterRouter
 from tideline.recall.vectors import VectorSpaces
 from tideline.store import lexical
 from tideline.store.sqlite import SQLiteStore, memory_index_text, turn_index_text
@@ -60,6 +61,7 @@ class RecallEngine:
         self.embedder = embedder
         self.vectors = vectors
         self.config = config
+        self._router = ClusterRouter(store, embedder.dim, config.sleep)
 
     def recall(
         self,
@@ -133,7 +135,12 @@ class RecallEngine:
         best_sim = max((c.similarity for c in cands.values()), default=0.0)
         best_kw = max((c.keyword for c in cands.values() if c.lexical_rank is not None),
                       default=0.0)
-        trusted = best_sim >= profile.abstain or (bool(terms) and best_kw >= tune.keyword_trust)
+        margin = _margin_z([c.similarity for c in cands.values() if c.source == "vector"
+                            or c.similarity > 0])
+        trusted = (best_sim >= profile.abstain or margin >= profile.margin
+                   or (bool(terms) and best_kw >= tune.keyword_trust))
+        if include_memories:
+            self._route(qv, cands, memories, scopes, kind, since, until, now)
         ranked = sorted(cands.values(), key=lambda c: -c.score)
         ranked = [c for c in ranked if c.similarity >= profile.floor or c.keyword > 0
                   or c.source == "graph"]
@@ -145,6 +152,7 @@ class RecallEngine:
             query=query, scope=scope, items=items, abstained=abstained,
             latency_ms=(t2 - t0) * 1000, embed_ms=(t1 - t0) * 1000, engine_ms=(t2 - t1) * 1000,
             best_similarity=best_sim, considered=len(cands),
+            signals={"margin_z": round(margin, 4), "best_keyword": round(best_kw, 4)},
             filters={"kind": kind, "since": iso(since), "until": iso(until),
                      "scopes": list(scopes)},
         )
@@ -235,9 +243,28 @@ class RecallEngine:
         ret = retention(rec, now, self.config.dynamics)
         if rec.status == "semantic":
             ret = max(ret, 0.5)
-        return (1.0 - tune.weight_share + tune.weight_share * rec.weight) * (
+        dormant = self.config.dynamics.dormant_rank_factor if rec.status == "dormant" else 1.0
+        return dormant * (1.0 - tune.weight_share + tune.weight_share * rec.weight) * (
             1.0 - tune.retention_share + tune.retention_share * ret
         )
+
+    def _route(
+        self, qv: np.ndarray, cands: dict[tuple[str, int], Candidate],
+        memories: dict[int, MemoryRecord], scopes: Sequence[str], kind: str | None,
+        since: float | None, until: float | None, now: float,
+    ) -> None:
+        """Add members of the query's nearest and adjacent clusters (after the trust check)."""
+        floor = self.embedder.profile.floor
+        known = {key for typ, key in cands if typ == "memory"}
+        for rec, sim in self._router.route(qv, scopes, known):
+            if (sim < floor or (kind is not None and rec.kind != kind)
+                    or not _in_time(rec.event_time or rec.recorded_at, since, until)):
+                continue
+            cand = Candidate("memory", rec.id, "graph", similarity=sim)
+            cand.score = (self._relevance(cand, floor) * self._salience(rec, now)
+                          * self.config.sleep.route_factor)
+            memories[rec.id] = rec
+            cands[("memory", rec.id)] = cand
 
     def _spread(
         self, qv: np.ndarray, cands: dict[tuple[str, int], Candidate],
@@ -311,6 +338,21 @@ class RecallEngine:
             turn_index=t.turn_index, speaker=t.speaker, role=t.role,
             timestamp=iso(t.timestamp),
         )
+
+
+def _margin_z(sims: Sequence[float], pack: int = 40, minimum: int = 20) -> float:
+    """How far the best similarity stands out of the pack, in standard deviations.
+
+    An anisotropic embedder gives every text a high cosine to everything; what marks
+    a real match is a best hit clearly above the query's own background. Needs a
+    pack of at least ``minimum`` candidates (else 0: no evidence either way).
+    """
+    if len(sims) < minimum:
+        return 0.0
+    ranked = sorted(sims, reverse=True)[: pack + 1]
+    rest = np.asarray(ranked[1:], dtype=np.float64)
+    spread = float(rest.std())
+    return float((ranked[0] - rest.mean()) / spread) if spread > 1e-9 else 0.0
 
 
 def _in_time(ts: float | None, since: float | None, until: float | None) -> bool:

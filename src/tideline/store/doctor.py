@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 from tideline.embed.base import Embedder
 from tideline.store import lexical
-from tideline.store.sqlite import SQLiteStore, memory_from_row, memory_index_text, turn_index_text
+from tideline.store.sqlite import (
+    TURN_EMBED_SQL,
+    SQLiteStore,
+    memory_from_row,
+    memory_index_text,
+    turn_embed_text,
+    turn_index_text,
+)
 
 if TYPE_CHECKING:
     from tideline.recall.vectors import VectorSpaces
@@ -140,15 +147,14 @@ def _embed_missing(
             "(SELECT 1 FROM vectors v WHERE v.key = m.id AND v.space = 'm:' || m.namespace "
             "|| ':' || m.scope)").fetchall()
         turn_rows = c.execute(
-            "SELECT id, namespace, scope, speaker, text FROM turns t WHERE NOT EXISTS "
-            "(SELECT 1 FROM vectors v WHERE v.key = t.id AND v.space = 't:' || t.namespace "
-            "|| ':' || t.scope)").fetchall()
+            TURN_EMBED_SQL + " WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.key = t.id "  # noqa: S608
+            "AND v.space = 't:' || t.namespace || ':' || t.scope)").fetchall()
     jobs: list[tuple[str, int, str]] = []
     for row in mem_rows:
         rec = memory_from_row(row[:-1])
         jobs.append((f"m:{row[-1]}:{rec.scope}", rec.id, rec.text))
-    jobs.extend((f"t:{ns}:{scope}", tid, turn_index_text(sp, tx))
-                for tid, ns, scope, sp, tx in turn_rows)
+    jobs.extend((f"t:{ns}:{scope}", tid, turn_embed_text(sp, tx, psp, ptx))
+                for tid, ns, scope, sp, tx, psp, ptx in turn_rows)
     for start in range(0, len(jobs), 64):
         chunk = jobs[start:start + 64]
         vecs = embedder.embed_passages([j[2] for j in chunk])

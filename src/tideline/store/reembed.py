@@ -14,7 +14,12 @@ from typing import Any
 import numpy as np
 
 from tideline.embed.base import Embedder
-from tideline.store.sqlite import SQLiteStore, memory_from_row, turn_index_text
+from tideline.store.sqlite import (
+    TURN_EMBED_SQL,
+    SQLiteStore,
+    memory_from_row,
+    turn_embed_text,
+)
 
 __all__ = ["run"]
 
@@ -40,14 +45,13 @@ def run(
         mems = c.execute(
             f"SELECT {_MEMORY_COLUMNS}, namespace FROM memories ORDER BY id"  # noqa: S608
         ).fetchall()
-        turns = c.execute(
-            "SELECT id, namespace, scope, speaker, text FROM turns ORDER BY id").fetchall()
+        turns = c.execute(TURN_EMBED_SQL + " ORDER BY t.id").fetchall()
     jobs: list[tuple[str, int, str]] = []
     for row in mems:
         rec = memory_from_row(row[:-1])
         jobs.append((f"m:{row[-1]}:{rec.scope}", rec.id, rec.text))
-    jobs.extend((f"t:{ns}:{scope}", tid, turn_index_text(sp, tx))
-                for tid, ns, scope, sp, tx in turns)
+    jobs.extend((f"t:{ns}:{scope}", tid, turn_embed_text(sp, tx, psp, ptx))
+                for tid, ns, scope, sp, tx, psp, ptx in turns)
     total = len(jobs)
     for start in range(0, total, BATCH):
         chunk = jobs[start:start + BATCH]

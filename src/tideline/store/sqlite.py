@@ -72,6 +72,26 @@ def turn_index_text(speaker: str, text: str) -> str:
     return f"{speaker}: {text}"
 
 
+def turn_embed_text(speaker: str, text: str, prev_speaker: str | None = None,
+                    prev_text: str | None = None) -> str:
+    """What the embedder sees of a raw turn: the turn, preceded by the turn before it.
+
+    A reply such as "yes, last Tuesday" means little alone; with the question it
+    answers it becomes findable by meaning.
+    """
+    own = turn_index_text(speaker, text)
+    if not prev_text:
+        return own
+    return f"{turn_index_text(prev_speaker or '', prev_text[:600])}\n{own}"
+
+
+TURN_EMBED_SQL = (
+    "SELECT t.id, t.namespace, t.scope, t.speaker, t.text, p.speaker, p.text FROM turns t "
+    "LEFT JOIN turns p ON p.namespace = t.namespace AND p.session = t.session "
+    "AND p.turn_index = t.turn_index - 1"
+)
+
+
 def _placeholders(n: int) -> str:
     return ",".join("?" * n)
 
@@ -500,6 +520,11 @@ class SQLiteStore:
         if vector is not None:
             self._put_vector(c, self.space("t", turn.scope), tid, vector)
         return tid
+
+    def previous_turn(self, session: str, turn_index: int) -> Turn | None:
+        """The turn just before ``turn_index`` in a session, if stored."""
+        found = self.session_turns(session, around=turn_index - 1, radius=0, limit=1)
+        return found[0] if found else None
 
     def next_turn_index(self, session: str) -> int:
         """The next free turn index in a session."""
