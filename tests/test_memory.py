@@ -100,8 +100,11 @@ def test_filters_kind_and_time(mem: Memory) -> None:
 
 def test_abstains_on_noise(mem: Memory) -> None:
     mem.remember("Mira lives in Leipzig")
-    packet = mem.recall("boiling point of tungsten")
-    assert packet.abstained and packet.items == ()
+    strict = mem.recall("boiling point of tungsten", abstain=True)
+    assert strict.abstained and strict.items == ()
+    loose = mem.recall("boiling point of tungsten")
+    assert loose.abstained and all(i.confidence < 0.5 for i in loose.items)
+    assert not mem.recall("Mira Leipzig").abstained
 
 
 def test_turns_idempotent_and_recalled(mem: Memory) -> None:
@@ -141,7 +144,8 @@ def test_reflect_revise_forget(mem: Memory) -> None:
     mem.forget(rev.id)
     with pytest.raises(NotFound):
         mem.get(rev.id)
-    assert mem.recall("osprey").items == ()
+    assert mem.recall("osprey", abstain=True).items == ()
+    assert all(i.id != rev.id for i in mem.recall("osprey").items)
     assert mem.events(kinds=["forget"])[0]["memory_id"] == rev.id
     with pytest.raises(NotFound):
         mem.forget(rev.id)

@@ -329,7 +329,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         since: object = None,
         until: object = None,
         include_turns: bool = True,
-        abstain: bool = True,
+        abstain: bool = False,
         tier: str = "recall",
         log: bool = True,
     ) -> RecallPacket:
@@ -343,7 +343,9 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             since: only items from this time on (epoch, ISO or datetime).
             until: only items up to this time.
             include_turns: also return raw conversation turns (texture).
-            abstain: return nothing when nothing is trustworthy.
+            abstain: return no items at all when nothing is trustworthy. By default the
+                packet still lists the weak candidates (each with its low confidence)
+                and sets ``abstained``, so the caller decides; injection is strict.
             tier: who asked (recall, T1, T4, …), for the attention log.
             log: journal the recall and record attention and co-recall eligibility.
 
@@ -499,6 +501,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             "database": str(self.store.db.path),
             "namespace": self.config.namespace,
             "project": self.project,
+            "project_rule": self.project_info.rule,
             "scopes": self.store.scopes(),
             "embedder": {"name": self.embedder.name, "marker": self.embedder.marker,
                          "dim": self.embedder.dim,

@@ -133,6 +133,8 @@ def recall(
     since: Annotated[str | None, typer.Option(help="ISO time or epoch.")] = None,
     until: Annotated[str | None, typer.Option(help="ISO time or epoch.")] = None,
     no_turns: Annotated[bool, typer.Option("--no-turns", help="Memories only.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="No items at all when "
+                                         "abstaining.")] = False,
     store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
     embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
@@ -141,7 +143,8 @@ def recall(
 
     with opened(store, namespace, embedder) as mem:
         packet = mem.recall(query, scope=scope, limit=limit, kind=kind, since=since,
-                            until=until, include_turns=not no_turns, tier="cli")
+                            until=until, include_turns=not no_turns, abstain=strict,
+                            tier="cli")
     emit(packet.to_dict(), as_json, lambda: packet_text(packet))
 
 

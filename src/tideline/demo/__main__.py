@@ -37,7 +37,7 @@ def _show(packet: RecallPacket, title: str) -> None:
     if packet.abstained:
         table.add_row("—", "—", f"[yellow]abstained[/yellow]: nothing trustworthy "
                       f"(best cosine {packet.best_similarity:.2f})")
-    for item in packet.items[:4]:
+    for item in [] if packet.abstained else packet.items[:4]:
         if item.type == "turn":
             where = f"[cyan]turn {item.id}[/cyan] {item.session} · {item.speaker}: "
         else:
