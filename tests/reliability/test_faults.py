@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import hashing
+
 from tideline import Memory, StoreFull, TidelineError
 
 WRITER = r"""
