@@ -29,6 +29,8 @@ lint: $(VENV)/.stamp-dev
 bench: $(VENV)/.stamp-base
 	$(PY) -m tideline.bench real
 	$(PY) -m tideline.bench recall --sizes 10000,100000
+	$(PY) -m tideline.bench multihop
+	$(PY) -m tideline.bench sleep --n 100000
 
 stress: $(VENV)/.stamp-dev
 	$(PY) -m pytest -q -m stress

@@ -50,7 +50,7 @@ class RecallTuning:
     keyword_boost: float = 0.3
     lexical_weight: float = 0.15
     graph_hops: int = 2
-    graph_decay: float = 0.6
+    graph_decay: float = 0.85
     graph_seeds: int = 5
     weight_share: float = 0.12
     retention_share: float = 0.2
@@ -96,7 +96,7 @@ class SleepTuning:
     rebuild_after_hours: float = 24.0
     """…or when the last full build is older than this."""
     # plasticity (STDP-like commit of co-recall eligibility)
-    stdp_rate: float = 0.3
+    stdp_rate: float = 0.6
     stdp_forward: float = 1.0
     """Earlier-ranked → later-ranked (and earlier recall → later recall) direction."""
     stdp_backward: float = 0.5
@@ -104,11 +104,15 @@ class SleepTuning:
     stdp_rank_tau: float = 2.0
     stdp_pair_top: int = 8
     stdp_min_score: float = 0.05
+    stdp_relative_min: float = 0.3
+    """Only hits scoring at least this share of the recall's best take part."""
     stdp_window_s: float = 600.0
     """Recalls closer than this in time pair across recalls."""
     stdp_time_tau_s: float = 300.0
     stdp_cross_top: int = 3
-    stdp_cross_rate: float = 0.5
+    stdp_cross_rate: float = 0.8
+    stdp_cross_recalls: int = 3
+    """How many earlier recalls (inside the window) a recall pairs with."""
     reward_window_s: float = 3600.0
     """A reflect this soon after a recall modulates that recall's update."""
     reward_gain: float = 1.5
@@ -118,7 +122,7 @@ class SleepTuning:
     topic_generic_df: float = 0.2
     topic_min_occurrences: int = 3
     topic_min_size: int = 2
-    topic_keywords_per_memory: int = 6
+    topic_keywords_per_memory: int = 4
     topic_merge: bool = False
     topic_merge_jaccard: float = 0.5
     topic_exact_pos: bool = False

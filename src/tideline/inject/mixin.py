@@ -1,9 +1,386 @@
-"""The facade's verbs for inject: mixed into :class:`tideline.Memory`."""
+"""The facade's verbs for agent integration, mixed into :class:`tideline.Memory`.
+
+Injection (``inject_brief``, ``inject_prefetch``), reading raw context behind a
+memory (``read_context``), the attention summary, and the importers
+(``import_claude``, ``import_hermes``, ``import_jsonl``). The CLI, the MCP
+server, the Claude Code hooks and the Hermes plugin all call these.
+"""
 
 from __future__ import annotations
 
+import os
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from tideline.errors import InputTooLarge, InvalidInput
+from tideline.inject.tuning import InjectTuning
+from tideline.project import ProjectInfo
+
+if TYPE_CHECKING:
+    from tideline.inject.identity import IdentityDoc
+    from tideline.inject.prefetch import RecentMode
+    from tideline.inject.result import InjectResult
+    from tideline.memory import Memory
+    from tideline.models import ImportResult
+    from tideline.store.agent import AgentReader
+
 __all__ = ["InjectMixin"]
+
+Progress = Callable[[int, int], None]
 
 
 class InjectMixin:
-    """Injection tiers T0–T4 and importers (agent integration)."""
+    """Injection tiers T0–T4, raw-context reading and importers (agent integration)."""
+
+    _project_info: ProjectInfo | None = None
+    _inject_tuning: InjectTuning | None = None
+
+    def _mem(self) -> Memory:
+        return cast("Memory", self)
+
+    @property
+    def _agent(self) -> AgentReader:
+        from tideline.store.agent import AgentReader
+
+        mem = self._mem()
+        return AgentReader(mem.store.db, mem.store.namespace)
+
+    # -- project and settings -------------------------------------------------------------
+
+    def use_project(self, info: ProjectInfo) -> None:
+        """Switch the current project to a detected one (keeps the rule for introspection).
+
+        Raises:
+            InvalidInput: the name is not a valid scope.
+        """
+        from tideline.write.validate import clean_name
+
+        mem = self._mem()
+        mem.project = None if info.name is None else clean_name(info.name, "project",
+                                                                  mem.config.caps)
+        self._project_info = info
+
+    @property
+    def project_info(self) -> ProjectInfo:
+        """The current project and how it was chosen (``explicit``, ``TIDELINE_PROJECT``…)."""
+        mem = self._mem()
+        info = self._project_info
+        if info is not None and info.name == mem.project:
+            return info
+        if mem.project is None:
+            return ProjectInfo(None, "none")
+        env = (os.environ.get("TIDELINE_PROJECT") or "").strip()
+        rule = "TIDELINE_PROJECT" if env and env == mem.project else "explicit"
+        return ProjectInfo(mem.project, rule, mem.project)
+
+    @property
+    def inject_tuning(self) -> InjectTuning:
+        """Injection thresholds (defaults, then ``TIDELINE_INJECT_*``); assignable."""
+        if self._inject_tuning is None:
+            self._inject_tuning = InjectTuning.load()
+        return self._inject_tuning
+
+    @inject_tuning.setter
+    def inject_tuning(self, value: InjectTuning) -> None:
+        self._inject_tuning = value
+
+    def identity(self) -> IdentityDoc | None:
+        """The identity file (``$TIDELINE_IDENTITY`` or ``<store>/SOUL.md``), if present."""
+        from tideline.inject.identity import read_identity
+
+        return read_identity(self._mem().config.home)
+
+    def _info_for(self, scope: str | None) -> ProjectInfo:
+        if scope is None:
+            return self.project_info
+        from tideline.write.validate import clean_name
+
+        name = clean_name(scope, "scope", self._mem().config.caps)
+        return ProjectInfo(None if name == "global" else name, "explicit", name)
+
+    # -- injection ------------------------------------------------------------------------
+
+    def inject_brief(
+        self, *, session: str | None = None, budget: int | None = None,
+        tiers: Sequence[str] = ("T0", "T2", "T2b", "T3"), scope: str | None = None,
+    ) -> InjectResult:
+        """The session brief: T0 identity anchor, T2 prefetch cache, T2b context bridge, T3 map.
+
+        Needs no embedding (pure SQL). Fenced as recalled data, within a token budget.
+
+        Args:
+            session: the session being started (left out of the T2b bridge).
+            budget: token budget (default ``inject_tuning.brief_tokens``).
+            tiers: which tiers to build.
+            scope: the project (default: the current one); ``global`` for none.
+
+        Returns:
+            The block (``.text``) and per-tier token counts (``.tier_tokens``).
+
+        Raises:
+            InvalidInput: an unknown tier, a bad scope or a negative budget.
+        """
+        from tideline.inject.brief import BRIEF_TIERS, build_brief
+
+        unknown = [t for t in tiers if t not in BRIEF_TIERS]
+        if unknown:
+            raise InvalidInput(f"brief tiers are {', '.join(BRIEF_TIERS)}; got {unknown}")
+        if budget is not None and budget < 0:
+            raise InvalidInput("budget must not be negative")
+        return build_brief(self._agent, info=self._info_for(scope), identity=self.identity(),
+                           tuning=self.inject_tuning, budget=budget, session=session,
+                           tiers=tiers)
+
+    def inject_prefetch(
+        self, query: str, *, session: str | None = None, budget: int | None = None,
+        scope: str | None = None, recent: RecentMode = "session", log: bool = True,
+    ) -> InjectResult:
+        """The per-prompt block: T1 session bridge and, when T1 brings too little, T4 retrieval.
+
+        Args:
+            query: the user's prompt.
+            session: the current session (its turns are not repeated).
+            budget: token budget (default ``inject_tuning.prefetch_tokens``).
+            scope: the project (default: the current one).
+            recent: ``session``, ``bridge`` or ``off`` (see :func:`build_prefetch`).
+            log: journal injected hits in ``attention_log`` with tier T1/T4.
+
+        Returns:
+            The block and per-tier token counts.
+
+        Raises:
+            InvalidInput: a malformed query or setting.
+            InputTooLarge: the query is over its cap.
+        """
+        from tideline.inject.prefetch import build_prefetch
+
+        if recent not in ("session", "bridge", "off"):
+            raise InvalidInput("recent must be session, bridge or off")
+        if budget is not None and budget < 0:
+            raise InvalidInput("budget must not be negative")
+        return build_prefetch(self._mem(), self._agent, query, info=self._info_for(scope),
+                              tuning=self.inject_tuning, budget=budget, session=session,
+                              recent=recent, log=log)
+
+    # -- raw context ----------------------------------------------------------------------
+
+    def read_context(
+        self, *, memory_id: int | None = None, query: str | None = None,
+        session: str | None = None, around: int | None = None, radius: int = 3,
+        limit: int = 20, scope: str | None = None,
+    ) -> dict[str, Any]:
+        """Raw turns behind memories: follow source_links, search texture, or show a window.
+
+        Exactly one of ``memory_id`` (the turns a memory came from, each with ``radius``
+        turns around it), ``query`` (search raw context by words and meaning) or
+        ``session`` (a window of that session around turn ``around``, or its end).
+
+        Raises:
+            InvalidInput: none or several modes, or bad numbers.
+            NotFound: no such memory.
+        """
+        mem = self._mem()
+        modes = [m for m in (memory_id, query, session) if m is not None]
+        if len(modes) != 1:
+            raise InvalidInput("give exactly one of memory_id, query or session")
+        if not 0 <= radius <= 50:
+            raise InvalidInput("radius must be 0–50")
+        if not 1 <= limit <= mem.config.caps.limit:
+            raise InputTooLarge(f"limit must be 1–{mem.config.caps.limit}")
+        if memory_id is not None:
+            rec = mem.get(memory_id)
+            linked = mem.turns(rec.source_links)
+            windows: list[dict[str, Any]] = []
+            for t in linked[:limit]:
+                near = mem.store.session_turns(t.session, around=t.turn_index, radius=radius,
+                                               limit=2 * radius + 1)
+                windows.append({"turn": t.to_dict(), "window": [w.to_dict() for w in near]})
+            return {"mode": "memory", "memory": rec.to_dict(), "linked": len(linked),
+                    "turns": windows}
+        if query is not None:
+            packet = mem.recall(query, scope=scope, limit=min(mem.config.caps.limit, limit * 3),
+                                include_turns=True, abstain=False, log=False)
+            hits = [i.to_dict() for i in packet.items if i.type == "turn"][:limit]
+            return {"mode": "query", "query": packet.query, "scope": packet.scope,
+                    "turns": hits, "best_similarity": round(packet.best_similarity, 4)}
+        from tideline.write.validate import clean_text
+
+        name = clean_text(session, "session", mem.config.caps.name_chars, required=True)
+        if around is None:
+            from tideline.models import iso
+
+            rows = [t | {"timestamp": iso(t["timestamp"]), "recorded_at": iso(t["recorded_at"])}
+                    for t in self._agent.session_tail(name, limit)]
+            return {"mode": "session", "session": name, "turns": rows}
+        near = mem.store.session_turns(name, around=int(around), radius=radius, limit=limit)
+        return {"mode": "session", "session": name, "turns": [t.to_dict() for t in near]}
+
+    def attention_summary(self, *, days: float | None = 30.0,
+                          scope: str | None = None) -> dict[str, Any]:
+        """Clusters (or tags) that recall lights up vs deserts, from ``attention_log``.
+
+        Used until sleep provides ``attention_heatmap``; same shape of answer.
+
+        Raises:
+            InvalidInput: a negative window or bad scope.
+        """
+        if days is not None and days < 0:
+            raise InvalidInput("days must not be negative")
+        from tideline.inject.brief import scopes_for
+
+        info = self._info_for(scope)
+        since = None if days is None else time.time() - days * 86400.0
+        return self._agent.attention_heatmap(scopes_for(info.name), since)
+
+    # -- importers ------------------------------------------------------------------------
+
+    def _import_turns(self, turns: list[dict[str, Any]], *, source: str, scope: str | None,
+                      progress: Progress | None) -> tuple[int, int, set[str], list[int]]:
+        mem = self._mem()
+        batch = mem.config.caps.batch
+        inserted = skipped = 0
+        sessions: set[str] = set()
+        ids: list[int] = []
+        total = len(turns)
+        for start in range(0, total, batch):
+            chunk = turns[start:start + batch]
+
+            def step(done: int, _n: int, base: int = start) -> None:
+                if progress is not None:
+                    progress(base + done, total)
+
+            res: ImportResult = mem.add_turns(chunk, scope=scope, source=source, progress=step)
+            inserted += res.inserted
+            skipped += res.skipped
+            ids.extend(res.turn_ids)
+            sessions.update(str(t.get("session")) for t in chunk)
+        if progress is not None:
+            progress(total, total)
+        return inserted, skipped, sessions, ids
+
+    def import_claude(
+        self, paths: Sequence[str | Path] | None = None, *, scope: str | None = None,
+        tool_results: bool = False, progress: Progress | None = None,
+    ) -> dict[str, Any]:
+        """Import Claude Code transcripts into raw context (idempotent by message uuid).
+
+        Args:
+            paths: transcript files or directories (default: ``~/.claude/projects``).
+            scope: the project for all turns (default: named after each transcript's cwd).
+            tool_results: keep tool results too (shortened).
+            progress: called with (done, total) turns while embedding.
+
+        Returns:
+            Files, inserted and skipped (already stored) turns, sessions, skip reasons.
+
+        Raises:
+            NotFound: a given path does not exist.
+        """
+        from tideline.ingest.claude import SOURCE, find_transcripts, parse_transcript
+
+        files = find_transcripts(paths)
+        turns: list[dict[str, Any]] = []
+        dropped: Counter[str] = Counter()
+        for f in files:
+            parsed = parse_transcript(f, scope=scope, tool_results=tool_results)
+            turns.extend(parsed.turns)
+            dropped.update(parsed.skipped)
+        known = self._agent.existing_message_ids(SOURCE, [str(t["id"]) for t in turns])
+        fresh: list[dict[str, Any]] = []
+        for t in turns:  # a message copied into several transcripts is stored once
+            if t["id"] not in known:
+                known.add(t["id"])
+                fresh.append(t)
+        inserted, skipped, sessions, ids = self._import_turns(fresh, source=SOURCE, scope=scope,
+                                                             progress=progress)
+        return {"source": SOURCE, "files": len(files), "turns": len(turns),
+                "inserted": inserted, "skipped": skipped + len(turns) - len(fresh),
+                "sessions": len({t["session"] for t in turns}), "dropped": dict(dropped),
+                "turn_ids": ids}
+
+    def import_hermes(
+        self, paths: Sequence[str | Path] | None = None, *, scope: str | None = None,
+        session: str | None = None, tool_results: bool = False,
+        progress: Progress | None = None,
+    ) -> dict[str, Any]:
+        """Import Hermes Agent sessions (``state.db`` or ``hermes sessions export`` JSONL).
+
+        Turns the Hermes plugin already captured live are not stored twice.
+
+        Args:
+            paths: ``state.db`` files, export files or Hermes homes (default ``$HERMES_HOME``).
+            scope: the project for all turns (default: each session's repo/cwd name).
+            session: only this session (id or unique prefix).
+            tool_results: keep tool results too (shortened).
+            progress: called with (done, total) turns while embedding.
+
+        Raises:
+            NotFound: no sessions at a path.
+            StoreCorrupt: a database is not Hermes'.
+        """
+        from tideline.ingest.hermes import SOURCE, hermes_turns, read_hermes
+
+        sessions = read_hermes(paths, session=session)
+        parsed = hermes_turns(sessions, scope=scope, tool_results=tool_results)
+        reader = self._agent
+        known = reader.existing_message_ids(SOURCE, [str(t["id"]) for t in parsed.turns
+                                                     if "id" in t])
+        fresh: list[dict[str, Any]] = []
+        prints: dict[str, set[tuple[str, str]]] = {}
+        duplicates = 0
+        for t in parsed.turns:
+            if t.get("id") in known:
+                continue
+            sid = str(t["session"])
+            if sid not in prints:
+                prints[sid] = reader.session_fingerprints(sid)
+            if (t["role"], t["text"]) in prints[sid]:
+                duplicates += 1
+                continue
+            fresh.append(t)
+        inserted, skipped, _sessions, ids = self._import_turns(fresh, source=SOURCE,
+                                                               scope=scope, progress=progress)
+        return {"source": SOURCE, "sessions": len(parsed.sessions), "turns": len(parsed.turns),
+                "inserted": inserted,
+                "skipped": skipped + len(parsed.turns) - len(fresh),
+                "captured_live": duplicates, "dropped": dict(parsed.skipped), "turn_ids": ids}
+
+    def import_jsonl(
+        self, path: str | Path, *, scope: str | None = None, source: str = "jsonl",
+        progress: Progress | None = None,
+    ) -> dict[str, Any]:
+        """Import a generic JSONL chat (one turn per line; see :mod:`tideline.ingest.jsonl`).
+
+        Raises:
+            NotFound: no such file.
+            InvalidInput: a line is not a JSON object or a turn is malformed.
+        """
+        from tideline.ingest.jsonl import read_jsonl
+
+        rows = read_jsonl(Path(path))
+        inserted, skipped, sessions, ids = self._import_turns(rows, source=source, scope=scope,
+                                                             progress=progress)
+        return {"source": source, "files": 1, "turns": len(rows), "inserted": inserted,
+                "skipped": skipped, "sessions": len(sessions), "turn_ids": ids}
+
+    def capture_turns(
+        self, turns: Sequence[Mapping[str, Any]], *, source: str, scope: str | None = None,
+    ) -> dict[str, Any]:
+        """Store turns an agent runtime hands over live (hooks, plugins), skipping known ids.
+
+        Returns:
+            ``{"inserted", "skipped", "turn_ids"}``.
+        """
+        rows = [dict(t) for t in turns]
+        known = self._agent.existing_message_ids(source, [str(t["id"]) for t in rows
+                                                          if t.get("id")])
+        fresh = [t for t in rows if not t.get("id") or t["id"] not in known]
+        if not fresh:
+            return {"inserted": 0, "skipped": len(rows), "turn_ids": []}
+        inserted, skipped, _s, ids = self._import_turns(fresh, source=source, scope=scope,
+                                                        progress=None)
+        return {"inserted": inserted, "skipped": skipped + len(rows) - len(fresh),
+                "turn_ids": ids}

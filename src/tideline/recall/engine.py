@@ -118,13 +118,16 @@ class RecallEngine:
             turns = self._turn_candidates(qv, expr, tri, scopes, k, since, until, cands)
 
         profile = self.embedder.profile
+        weights = {kind: self._term_weights(kind, terms) for kind in ("m", "t")} if terms \
+            else {}
         for cand in cands.values():
             if cand.type == "memory":
                 text = memory_index_text(memories[cand.key])
             else:
                 t = turns[cand.key]
                 text = turn_index_text(t.speaker, t.text)
-            cand.keyword = lexical.keyword_coverage(text, terms)
+            cand.keyword = lexical.keyword_coverage(text, terms,
+                                                    weights.get(cand.type[0]) if terms else None)
             cand.score = self._relevance(cand, profile.floor)
             if cand.type == "memory":
                 cand.score *= self._salience(memories[cand.key], now)
@@ -207,6 +210,22 @@ class RecallEngine:
                                              lexical_rank=lex.get(tid))
         return turns
 
+    def _term_weights(self, kind: str, terms: Sequence[str]) -> list[float]:
+        """Inverse document frequency of each query term among memories or turns.
+
+        A term found in most rows (the user's own name, the project's name) says little
+        about which row is meant; an error code found in one row says everything.
+        A term made of several index tokens counts as its rarest one.
+        """
+        tokens = {t: lexical.index_tokens(t) for t in terms}
+        df, total = self.store.document_frequencies(kind, [x for v in tokens.values() for x in v])
+        n = max(total, 1)
+        out = []
+        for t in terms:
+            freq = min((df.get(x, 0) for x in tokens[t]), default=0)
+            out.append(math.log((n + 1) / (freq + 0.5)))
+        return [max(w, 0.05) for w in out]
+
     def _lexical_k(self, k: int) -> int:
         """Lexical candidates per table: fewer than vector ones, the keyword boost ranks them."""
         return max(20, k // 2)
@@ -276,25 +295,40 @@ class RecallEngine:
         seeds = sorted((c for c in cands.values() if c.type == "memory"),
                        key=lambda c: -c.score)[: tune.graph_seeds]
         frontier = {c.key: c.score for c in seeds if c.score > 0}
+        visited = set(frontier)
         allowed = set(scopes)
         for hop in range(1, tune.graph_hops + 1):
             if not frontier:
                 return
             edges = self.store.edges_of(list(frontier), GRAPH_EDGES)
             reached: dict[int, float] = {}
+            cap: dict[int, float] = {}
             for e in edges:
                 for a, b in ((e.src, e.dst), (e.dst, e.src)):
                     if a in frontier and b not in frontier:
                         value = frontier[a] * e.weight * (tune.graph_decay ** hop)
                         reached[b] = max(reached.get(b, 0.0), value)
+                        cap[b] = max(cap.get(b, 0.0), frontier[a])
             new_ids = [m for m in reached if ("memory", m) not in cands]
             recs = self.store.get_memories(new_ids)
             vecs = self.store.memory_vectors(list(recs.values()), self.embedder.dim)
             next_frontier: dict[int, float] = {}
+            floor = self.embedder.profile.floor
             for mid, value in reached.items():
                 existing = cands.get(("memory", mid))
                 if existing is not None:
-                    existing.score = max(existing.score, existing.score + 0.25 * value)
+                    if existing.similarity < floor and existing.keyword == 0:
+                        # Only a weak vector candidate (in a small store every memory is
+                        # one): the edge is the real evidence, so it counts as found by
+                        # the graph, and the walk goes on from it.
+                        existing.source = "graph"
+                        existing.score = max(existing.score,
+                                             value * self._salience(memories[mid], now))
+                    else:  # a boost, but a neighbour never overtakes what led to it
+                        existing.score = max(existing.score,
+                                             min(existing.score + 0.25 * value, cap[mid]))
+                    if mid not in visited:
+                        next_frontier[mid] = value
                     continue
                 rec = recs.get(mid)
                 if (rec is None or rec.scope not in allowed or rec.status == "superseded"
@@ -309,6 +343,7 @@ class RecallEngine:
                 )
                 next_frontier[mid] = value
             frontier = next_frontier
+            visited.update(frontier)
 
     # -- output ---------------------------------------------------------------------------
 

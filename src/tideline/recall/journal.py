@@ -1,7 +1,8 @@
 """Journaling of recalls: the event, the attention log and co-recall eligibility.
 
 Every recall appends one ``recall`` event (latency, abstention, best confidence);
-every memory hit goes to ``attention_log`` (memory, similarity, time, tier) and to
+every memory hit goes to ``attention_log`` (memory, its home embedding cluster,
+similarity, time, tier) and to
 ``eligibility`` (rank and score), from which sleep later learns ``co_recall``
 edges. All of it is one short write transaction after the recall has finished.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import time
 
 from tideline.models import RecallPacket
+from tideline.store.consolidation import ConsolidationStore
 from tideline.store.sqlite import SQLiteStore
 
 __all__ = ["RecallJournal"]
@@ -44,10 +46,12 @@ class RecallJournal:
                 (now, ns, "recall", None, _json(data)),
             )
             recall_id = int(cur.lastrowid or 0)
+            home = ConsolidationStore(self.store).primary_clusters(c, [int(i.id) for i in hits])
             c.executemany(
                 "INSERT INTO attention_log(namespace, memory_id, cluster, similarity, tier, ts) "
                 "VALUES (?,?,?,?,?,?)",
-                [(ns, int(i.id), None, i.similarity, self.tier, now) for i in hits],
+                [(ns, int(i.id), home.get(int(i.id)), i.similarity, self.tier, now)
+                 for i in hits],
             )
             c.executemany(
                 "INSERT INTO eligibility(namespace, recall_id, memory_id, rank, score, ts) "

@@ -391,6 +391,8 @@ class VectorIndex:
         connectivity: HNSW ``M`` (edges per node).
         expansion_add: HNSW ``efConstruction``.
         expansion_search: HNSW ``ef`` at query time (raised to the requested count).
+            128 measured at 1M clustered 384-d vectors: recall@10 0.977 at 0.73 ms p50
+            (96: 0.964 at 0.65 ms).
         autosave_after: :meth:`sync` saves once this many changes were applied since
             the last save (a rebuild always counts as enough).
 
@@ -408,7 +410,7 @@ class VectorIndex:
         exact_below: int = 20_000,
         connectivity: int = 16,
         expansion_add: int = 128,
-        expansion_search: int = 96,
+        expansion_search: int = 128,
         autosave_after: int = 1000,
     ) -> None:
         if not _NAME_RE.match(name):

@@ -40,6 +40,7 @@ __all__ = [
     "MAX_TERM_CHARS",
     "MAX_TERMS",
     "contains_term",
+    "index_tokens",
     "keyword_coverage",
     "has_cjk",
     "index_text",
@@ -498,7 +499,20 @@ def contains_term(text: str, term: str) -> bool:
     return _find_keyword(_clean_keywords(text), _clean_keywords(term).strip())
 
 
-def keyword_coverage(text: str, terms: Sequence[str]) -> float:
+def index_tokens(term: str) -> list[str]:
+    """The tokens the word table's tokenizer makes of ``term`` (casefolded, no diacritics).
+
+    Used to look terms up in the FTS vocabulary (document frequencies).
+    """
+    body = index_text(term)
+    folded = unicodedata.normalize("NFKD", body.casefold())
+    plain = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    return [t for t in re.split(r"[^\w]+", plain) if t]
+
+
+def keyword_coverage(
+    text: str, terms: Sequence[str], weights: Sequence[float] | None = None
+) -> float:
     """Share of ``terms`` that occur in ``text`` as keywords (see :func:`contains_term`).
 
     The text is normalised once, so this is the cheap way to score many terms.
@@ -506,6 +520,8 @@ def keyword_coverage(text: str, terms: Sequence[str]) -> float:
     Args:
         text: the stored text.
         terms: terms as :func:`query_terms` returns them (already normalised).
+        weights: optional weight per term (e.g. inverse document frequency), so that
+            a rare identifier counts for more than a name that is everywhere.
 
     Returns:
         0–1 (0 when there are no terms).
@@ -513,8 +529,13 @@ def keyword_coverage(text: str, terms: Sequence[str]) -> float:
     if not terms:
         return 0.0
     hay = _clean_keywords(text)
-    hits = sum(1 for t in terms if _find_keyword(hay, t))
-    return hits / len(terms)
+    if weights is None:
+        return sum(1 for t in terms if _find_keyword(hay, t)) / len(terms)
+    total = sum(weights)
+    if total <= 0:
+        return 0.0
+    found = sum(w for t, w in zip(terms, weights, strict=True) if _find_keyword(hay, t))
+    return found / total
 
 
 def _find_keyword(hay: str, needle: str) -> bool:

@@ -180,5 +180,102 @@ def _m002_cognition(db: sqlite3.Connection) -> None:
         db.execute(sql)
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m001_core, _m002_cognition]
+def _m003_sleep(db: sqlite3.Connection) -> None:
+    """Sleep: state and lock, topic and embedding clusters, entity graph, retention snapshots."""
+    statements = [
+        """CREATE TABLE sleep_state (
+            namespace TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (namespace, key)
+        )""",
+        """CREATE TABLE memory_keywords (
+            memory_id INTEGER PRIMARY KEY REFERENCES memories(id) ON DELETE CASCADE,
+            version INTEGER NOT NULL,
+            keywords TEXT NOT NULL
+        )""",
+        """CREATE TABLE topic_clusters (
+            id INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            label TEXT NOT NULL,
+            keywords TEXT NOT NULL DEFAULT '[]',
+            size INTEGER NOT NULL,
+            df REAL NOT NULL DEFAULT 0,
+            built_at REAL NOT NULL
+        )""",
+        "CREATE INDEX topic_clusters_scope ON topic_clusters(namespace, scope, size)",
+        """CREATE TABLE topic_members (
+            cluster_id INTEGER NOT NULL REFERENCES topic_clusters(id) ON DELETE CASCADE,
+            memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            score REAL NOT NULL,
+            PRIMARY KEY (cluster_id, memory_id)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX topic_members_memory ON topic_members(memory_id)",
+        """CREATE TABLE emb_clusters (
+            id INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            label TEXT NOT NULL DEFAULT '',
+            keywords TEXT NOT NULL DEFAULT '[]',
+            size INTEGER NOT NULL DEFAULT 0,
+            centroid BLOB NOT NULL,
+            built_at REAL NOT NULL
+        )""",
+        "CREATE INDEX emb_clusters_scope ON emb_clusters(namespace, scope)",
+        """CREATE TABLE emb_members (
+            memory_id INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            rank INTEGER NOT NULL,
+            cluster_id INTEGER NOT NULL REFERENCES emb_clusters(id) ON DELETE CASCADE,
+            similarity REAL NOT NULL,
+            PRIMARY KEY (memory_id, rank)
+        ) WITHOUT ROWID""",
+        "CREATE INDEX emb_members_cluster ON emb_members(cluster_id, rank)",
+        """CREATE TABLE emb_adjacency (
+            a INTEGER NOT NULL REFERENCES emb_clusters(id) ON DELETE CASCADE,
+            b INTEGER NOT NULL REFERENCES emb_clusters(id) ON DELETE CASCADE,
+            shared INTEGER NOT NULL,
+            PRIMARY KEY (a, b)
+        ) WITHOUT ROWID""",
+        """CREATE TABLE entity_nodes (
+            namespace TEXT NOT NULL,
+            entity TEXT NOT NULL,
+            mentions INTEGER NOT NULL,
+            roles TEXT NOT NULL DEFAULT '{}',
+            memories TEXT NOT NULL DEFAULT '[]',
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (namespace, entity)
+        )""",
+        """CREATE TABLE entity_edges (
+            namespace TEXT NOT NULL,
+            a TEXT NOT NULL,
+            b TEXT NOT NULL,
+            count INTEGER NOT NULL,
+            role_pairs TEXT NOT NULL DEFAULT '{}',
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (namespace, a, b)
+        )""",
+        """CREATE TABLE retention_snapshots (
+            id INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            ts REAL NOT NULL,
+            memories INTEGER NOT NULL,
+            mean REAL NOT NULL,
+            p10 REAL NOT NULL,
+            p50 REAL NOT NULL,
+            p90 REAL NOT NULL,
+            by_status TEXT NOT NULL DEFAULT '{}',
+            histogram TEXT NOT NULL DEFAULT '[]'
+        )""",
+        "CREATE INDEX retention_snapshots_ts ON retention_snapshots(namespace, ts)",
+        "CREATE INDEX edges_type ON edges(type, weight)",
+    ]
+    for sql in statements:
+        db.execute(sql)
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
+    _m001_core, _m002_cognition, _m003_sleep,
+]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -194,6 +194,12 @@ class SQLiteStore:
         self.marker = marker
         if check_marker:
             self._check_marker(marker)
+        with self.db.read() as c:
+            # Per-connection views of the full-text vocabularies, for document frequencies.
+            c.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_vocab "
+                      "USING fts5vocab(main, memories_fts, row)")
+            c.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.turns_vocab "
+                      "USING fts5vocab(main, turns_fts, row)")
 
     def _check_marker(self, marker: str) -> None:
         stored = self.db.get_meta("embedder")
@@ -359,7 +365,8 @@ class SQLiteStore:
         out: dict[int, MemoryRecord] = {}
         for start in range(0, len(wanted), 900):
             chunk = wanted[start:start + 900]
-            sql = (f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE namespace = ? "  # noqa: S608
+            # "+namespace": look rows up by primary key, not by walking the namespace index.
+            sql = (f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE +namespace = ? "  # noqa: S608
                    f"AND id IN ({_placeholders(len(chunk))})")
             if c is not None:
                 rows = c.execute(sql, (self.namespace, *chunk)).fetchall()
@@ -397,10 +404,13 @@ class SQLiteStore:
         since: float | None = None, until: float | None = None,
     ) -> tuple[list[str], list[Any]]:
         p = f"{alias}." if alias else ""
-        where = [f"{p}namespace = ?"]
+        # With an alias (a join from a full-text table) the FTS match must drive the
+        # query; "+" keeps the planner from scanning the scope index instead.
+        plus = "+" if alias else ""
+        where = [f"{plus}{p}namespace = ?"]
         args: list[Any] = [self.namespace]
         if scopes is not None:
-            where.append(f"{p}scope IN ({_placeholders(len(scopes))})")
+            where.append(f"{plus}{p}scope IN ({_placeholders(len(scopes))})")
             args.extend(scopes)
         if kind:
             where.append(f"{p}kind = ?")
@@ -442,6 +452,27 @@ class SQLiteStore:
         with self.db.read() as c:
             rows = c.execute(sql, (expression, *args, limit)).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
+
+    def document_frequencies(
+        self, kind: str, tokens: Sequence[str]
+    ) -> tuple[dict[str, int], int]:
+        """How many rows of memories (``m``) or turns (``t``) hold each index token.
+
+        Returns:
+            Document frequency per token (missing tokens are 0) and an estimate of the
+            row count (the highest rowid: O(1), never below the true count of live rows
+            by much, as ids are not reused).
+        """
+        vocab, table = ("memories_vocab", "memories") if kind == "m" else ("turns_vocab",
+                                                                           "turns")
+        out: dict[str, int] = {}
+        with self.db.read() as c:
+            for token in dict.fromkeys(tokens):
+                row = c.execute(f"SELECT doc FROM temp.{vocab} WHERE term = ?",  # noqa: S608
+                                (token,)).fetchone()
+                out[token] = int(row[0]) if row else 0
+            total = c.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0]  # noqa: S608
+        return out, int(total or 0)
 
     # -- edges ----------------------------------------------------------------------------
 
@@ -543,7 +574,7 @@ class SQLiteStore:
             for start in range(0, len(wanted), 900):
                 chunk = wanted[start:start + 900]
                 rows = c.execute(
-                    f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? "  # noqa: S608
+                    f"SELECT {_TURN_COLUMNS} FROM turns WHERE +namespace = ? "  # noqa: S608
                     f"AND id IN ({_placeholders(len(chunk))})",
                     (self.namespace, *chunk),
                 ).fetchall()
@@ -573,7 +604,7 @@ class SQLiteStore:
         """(turn id, bm25) best first for an FTS expression on ``turns_fts``/``_tri``."""
         if table not in ("turns_fts", "turns_tri"):
             raise ValueError(table)
-        where = ["t.namespace = ?", f"t.scope IN ({_placeholders(len(scopes))})"]
+        where = ["+t.namespace = ?", f"+t.scope IN ({_placeholders(len(scopes))})"]
         args: list[Any] = [self.namespace, *scopes]
         if since is not None:
             where.append("coalesce(t.ts, t.recorded_at) >= ?")

@@ -1,0 +1,175 @@
+"""Hermes Agent sessions: its ``state.db`` or a ``hermes sessions export`` JSONL file.
+
+Hermes keeps every session in ``$HERMES_HOME/state.db`` (SQLite: ``sessions`` and
+``messages`` tables); ``hermes sessions export out.jsonl`` writes the same data as
+one JSON object per session with a ``messages`` list. Both are read here:
+
+* user and assistant messages with text are kept (system prompts, tool-call-only
+  assistant messages and — unless ``tool_results=True`` — tool results are
+  skipped and counted), inactive (rewound) messages are skipped;
+* the message id becomes ``<session>:<message id>`` (idempotent re-import) and
+  the message's own timestamp the event time;
+* the project scope is named after the session's ``git_repo_root`` or ``cwd``.
+
+Sessions already captured live by the Hermes plugin (same session, same role and
+text) are recognised by the facade and not stored twice.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tideline.errors import InvalidInput, NotFound
+from tideline.project import project_name_for
+from tideline.store.agent import read_hermes_sessions
+from tideline.write.validate import parse_time
+
+__all__ = ["HermesSessions", "hermes_home", "hermes_turns", "read_hermes"]
+
+SOURCE = "hermes"
+TURN_CHARS = 90_000
+TOOL_RESULT_CHARS = 2_000
+MAX_FILE_BYTES = 512 * 1024 * 1024
+
+
+@dataclass
+class HermesSessions:
+    """Turns read from Hermes sessions, and what was skipped."""
+
+    turns: list[dict[str, Any]] = field(default_factory=list)
+    sessions: set[str] = field(default_factory=set)
+    skipped: Counter[str] = field(default_factory=Counter)
+
+
+def hermes_home() -> Path:
+    """Hermes' home directory: ``$HERMES_HOME`` or ``~/.hermes``."""
+    env = (os.environ.get("HERMES_HOME") or "").strip()
+    return Path(env).expanduser() if env else Path.home() / ".hermes"
+
+
+def _read_export(path: Path) -> list[dict[str, Any]]:
+    if path.stat().st_size > MAX_FILE_BYTES:
+        from tideline.errors import InputTooLarge
+
+        raise InputTooLarge(f"{path} is larger than {MAX_FILE_BYTES} bytes")
+    out: list[dict[str, Any]] = []
+    with path.open("r", encoding="utf-8", errors="replace") as fh:
+        for number, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InvalidInput(f"{path}:{number}: not JSON ({exc.msg})") from exc
+            if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
+                raise InvalidInput(f"{path}:{number}: not a Hermes session export "
+                                   "(expected an object with a 'messages' list)")
+            out.append(obj)
+    return out
+
+
+def read_hermes(paths: Sequence[str | Path] | None = None, *,
+                session: str | None = None) -> list[dict[str, Any]]:
+    """Read Hermes sessions from ``state.db`` files, export JSONL files or Hermes home dirs.
+
+    Args:
+        paths: files or directories (default: ``$HERMES_HOME/state.db``).
+        session: only this session id (or unique prefix).
+
+    Raises:
+        NotFound: a path does not exist or holds no ``state.db``.
+        InvalidInput: an export line is malformed.
+        StoreCorrupt: a database is not a Hermes session database.
+    """
+    targets = [Path(p).expanduser() for p in paths] if paths else [hermes_home()]
+    sessions: list[dict[str, Any]] = []
+    for target in targets:
+        path = target / "state.db" if target.is_dir() else target
+        if not path.is_file():
+            raise NotFound(f"no Hermes sessions at {target} (expected state.db or an export)")
+        if path.suffix in (".jsonl", ".json", ".ndjson"):
+            rows = _read_export(path)
+            if session:
+                rows = [r for r in rows if str(r.get("id", "")).startswith(session)]
+            sessions.extend(rows)
+        else:
+            sessions.extend(read_hermes_sessions(path, session=session))
+    return sessions
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):  # multimodal content parts
+        value = "\n".join(str(p.get("text", "")) for p in value
+                          if isinstance(p, dict) and p.get("type") in ("text", "input_text"))
+    if not isinstance(value, str):
+        return ""
+    text: str = value.replace("\x00", " ").encode("utf-8", "replace").decode("utf-8").strip()
+    return text[:TURN_CHARS] + " …[truncated]" if len(text) > TURN_CHARS else text
+
+
+def hermes_turns(sessions: Iterable[dict[str, Any]], *, scope: str | None = None,
+                 tool_results: bool = False) -> HermesSessions:
+    """Turn Hermes session dicts into raw-turn mappings for :meth:`tideline.Memory.add_turns`.
+
+    Args:
+        sessions: sessions with ``messages`` (from :func:`read_hermes`).
+        scope: the project for every turn (default: named after each session's repo/cwd).
+        tool_results: keep tool results (shortened).
+    """
+    out = HermesSessions()
+    for sess in sessions:
+        sid = str(sess.get("id") or "").strip()
+        if not sid:
+            out.skipped["no_session_id"] += 1
+            continue
+        where = sess.get("git_repo_root") or sess.get("cwd") or ""
+        turn_scope = scope if scope is not None else (project_name_for(where) if where else None)
+        index = 0
+        for msg in sess.get("messages") or []:
+            if not isinstance(msg, dict):
+                out.skipped["malformed"] += 1
+                continue
+            role = str(msg.get("role") or "")
+            if msg.get("active") == 0:
+                out.skipped["inactive"] += 1
+                continue
+            if role == "system":
+                out.skipped["system"] += 1
+                continue
+            text = _text(msg.get("content"))
+            if role == "tool":
+                if not tool_results:
+                    out.skipped["tool_result"] += 1
+                    continue
+                name = msg.get("tool_name") or "tool"
+                text = f"[{name} result] {text[:TOOL_RESULT_CHARS]}" if text else ""
+            elif role not in ("user", "assistant"):
+                out.skipped[f"role:{role}"] += 1
+                continue
+            if not text:
+                out.skipped["empty"] += 1
+                continue
+            try:
+                when = parse_time(msg.get("timestamp"), "timestamp")
+            except InvalidInput:
+                when = None
+            mid = msg.get("id")
+            turn: dict[str, Any] = {
+                "id": f"{sid}:{mid}" if mid is not None else None, "session": sid,
+                "role": "tool" if role == "tool" else role, "speaker": role, "text": text,
+                "timestamp": when, "turn_index": index,
+            }
+            if turn["id"] is None:
+                turn.pop("id")
+            if turn_scope:
+                turn["scope"] = turn_scope
+            out.turns.append(turn)
+            out.sessions.add(sid)
+            index += 1
+    return out

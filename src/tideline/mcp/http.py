@@ -1,0 +1,104 @@
+"""Transports: stdio, and streamable HTTP behind a bearer token.
+
+HTTP listens on loopback by default. Listening on any other address requires a
+token (``--token`` or ``TIDELINE_MCP_TOKEN``), checked on every request in
+constant time; a token given on loopback is enforced too. The SDK's DNS
+rebinding protection stays on for loopback hosts.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import json
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from tideline.errors import InvalidInput
+
+__all__ = ["BearerAuth", "is_loopback", "serve_http", "serve_stdio"]
+
+ENV_TOKEN = "TIDELINE_MCP_TOKEN"  # noqa: S105 - the variable's name, not a secret
+MIN_TOKEN_CHARS = 16
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` only accepts connections from this machine."""
+    if host in ("localhost", "localhost.localdomain"):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+class BearerAuth:
+    """ASGI middleware: every HTTP request must carry ``Authorization: Bearer <token>``."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token.encode("utf-8")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # lifespan (and websockets, which MCP does not use)
+            await self.app(scope, receive, send)
+            return
+        header = b""
+        for key, value in scope.get("headers", []):
+            if key.lower() == b"authorization":
+                header = value
+                break
+        scheme, _, given = header.partition(b" ")
+        if scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token):
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps({"error": "unauthorized",
+                           "error_description": "a valid bearer token is required"}).encode()
+        await send({"type": "http.response.start", "status": 401, "headers": [
+            (b"content-type", b"application/json"),
+            (b"www-authenticate", b'Bearer realm="tideline"'),
+            (b"content-length", str(len(body)).encode()),
+        ]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def check_binding(host: str, token: str | None) -> None:
+    """Refuse to listen beyond loopback without a token.
+
+    Raises:
+        InvalidInput: a non-loopback host without a token, or a token that is too short.
+    """
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise InvalidInput(f"the bearer token must have at least {MIN_TOKEN_CHARS} characters")
+    if not is_loopback(host) and not token:
+        raise InvalidInput(f"listening on {host} (not loopback) requires a bearer token: "
+                           f"pass --token or set {ENV_TOKEN}")
+
+
+def http_app(server: MCPServer[Any], *, host: str, token: str | None,
+             path: str = "/mcp") -> ASGIApp:
+    """The streamable-HTTP ASGI app, behind :class:`BearerAuth` when a token is set."""
+    app: ASGIApp = server.streamable_http_app(streamable_http_path=path, host=host)
+    return BearerAuth(app, token) if token else app
+
+
+def serve_http(server: MCPServer[Any], *, host: str = "127.0.0.1", port: int = 8765,
+               token: str | None = None, path: str = "/mcp") -> None:
+    """Serve over streamable HTTP until interrupted.
+
+    Raises:
+        InvalidInput: see :func:`check_binding`.
+    """
+    import uvicorn
+
+    check_binding(host, token)
+    config = uvicorn.Config(http_app(server, host=host, token=token, path=path), host=host,
+                            port=port, log_level="warning", lifespan="on")
+    uvicorn.Server(config).run()
+
+
+def serve_stdio(server: MCPServer[Any]) -> None:
+    """Serve over stdin/stdout until the client closes the stream."""
+    server.run("stdio")

@@ -1,0 +1,487 @@
+"""Hermes Agent memory provider: Tideline's T0–T4 injection inside Hermes.
+
+==========================  ===============================================
+Hermes hook                 Tideline
+==========================  ===============================================
+``system_prompt_block()``   the brief: T0 identity, T2 high-weight, T2b texture, T3 map
+``prefetch(query)``         T1 session bridge + T4 active retrieval for the turn
+``sync_turn()``             the user and assistant turn → raw context
+``on_pre_compress()``       the messages about to be compressed → raw context
+``on_session_end()``        the whole conversation → raw context, then gated sleep
+``on_memory_write()``       mirrors Hermes' built-in memory ``add`` as a memory
+``get_tool_schemas()``      ``tideline_recall``, ``tideline_memorize``, ``tideline_reflect``
+==========================  ===============================================
+
+Hermes (``hermes-agent`` 0.19) discovers memory providers as directories under
+``$HERMES_HOME/plugins/<name>/`` whose ``__init__.py`` mentions ``MemoryProvider``
+and exposes ``register(ctx)``; ``tideline install hermes`` writes such a shim
+(which imports this module) and selects it with ``memory.provider: tideline``.
+The class is also exported through the ``hermes_agent.memory_providers`` entry
+point for runtimes that look there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tideline.errors import InvalidInput, TidelineError
+
+if TYPE_CHECKING:
+    from tideline.memory import Memory
+
+__all__ = ["TidelineMemoryProvider", "install_hermes", "register", "uninstall_hermes"]
+
+SOURCE = "hermes"
+PLUGIN_NAME = "tideline"
+_SHIM_MARK = "tideline-hermes-shim"
+
+
+def _base() -> type:
+    try:
+        return importlib.import_module("agent.memory_provider").MemoryProvider  # type: ignore[no-any-return]
+    except ImportError:  # Hermes is not installed: the class still works standalone
+        return object
+
+
+_Base: Any = _base()
+
+TOOL_SCHEMAS: list[dict[str, Any]] = [
+    {"name": "tideline_recall",
+     "description": "Recall from long-term memory before answering anything that may depend "
+                    "on earlier sessions (preferences, decisions, names, errors, fixes). "
+                    "Returns memories and raw turns with confidence, or abstains.",
+     "parameters": {"type": "object", "properties": {
+         "query": {"type": "string", "description": "What you need."},
+         "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 8}},
+         "required": ["query"]}},
+    {"name": "tideline_memorize",
+     "description": "Store one thing worth keeping (a decision with its reason, a fact, a "
+                    "preference, a fix, an open question). Rephrasings are merged.",
+     "parameters": {"type": "object", "properties": {
+         "text": {"type": "string", "description": "What to remember."},
+         "kind": {"type": "string", "description": "fact, decision, preference, episode, "
+                                                   "procedure, reflection…"},
+         "scope": {"type": "string", "description": "'global' for what holds everywhere; "
+                                                    "omit for the current project."},
+         "importance": {"type": "integer", "minimum": 1, "maximum": 5, "default": 3}},
+         "required": ["text"]}},
+    {"name": "tideline_reflect",
+     "description": "After using recalled memories: reward > 0 reinforces the ones that "
+                    "helped, < 0 weakens wrong ones.",
+     "parameters": {"type": "object", "properties": {
+         "ids": {"type": "array", "items": {"type": "integer"}},
+         "reward": {"type": "number", "minimum": -1, "maximum": 1}},
+         "required": ["ids", "reward"]}},
+]
+
+
+class TidelineMemoryProvider(_Base):  # type: ignore[misc]
+    """A Hermes ``MemoryProvider`` backed by a Tideline store.
+
+    Args:
+        store: the store directory (default ``$TIDELINE_HOME`` or ``~/.tideline``).
+        namespace: the namespace (default ``$TIDELINE_NAMESPACE`` or ``default``).
+        embedder: the embedder for a new store (default ``e5``).
+    """
+
+    def __init__(self, *, store: str | Path | None = None, namespace: str | None = None,
+                 embedder: str | None = None) -> None:
+        self._store = Path(store).expanduser() if store is not None else None
+        self._namespace = namespace
+        self._embedder = embedder
+        self._mem: Memory | None = None
+        self._session = ""
+        self._context = "primary"
+        self._counter = 0
+        self._lock = threading.RLock()
+
+    # -- identity and lifecycle -----------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        """The provider name Hermes selects with ``memory.provider``."""
+        return PLUGIN_NAME
+
+    def is_available(self) -> bool:
+        """Local store: available whenever Tideline imports (no network, no credentials)."""
+        return True
+
+    def initialize(self, session_id: str, **kwargs: Any) -> None:
+        """Open the store for this agent and remember the session and its context."""
+        from tideline.memory import Memory
+        from tideline.project import detect_project
+
+        with self._lock:
+            self._session = str(session_id or "")
+            self._context = str(kwargs.get("agent_context") or "primary")
+            if self._mem is None:
+                info = detect_project()
+                mem = Memory.open(self._store, namespace=self._namespace,
+                                  embedder=self._embedder, project=info.name)
+                mem.use_project(info)
+                self._mem = mem
+
+    @property
+    def memory(self) -> Memory:
+        """The opened memory (initialising with an empty session when needed)."""
+        if self._mem is None:
+            self.initialize(self._session)
+        assert self._mem is not None
+        return self._mem
+
+    def shutdown(self) -> None:
+        """Close the store."""
+        with self._lock:
+            if self._mem is not None:
+                self._mem.close()
+                self._mem = None
+
+    def on_session_switch(self, new_session_id: str, *, parent_session_id: str = "",
+                          reset: bool = False, rewound: bool = False, **kwargs: Any) -> None:
+        """Follow Hermes to the new session id (resume, branch, reset, compression)."""
+        with self._lock:
+            self._session = str(new_session_id or "")
+            if reset:
+                self._counter = 0
+
+    # -- injection ------------------------------------------------------------------------
+
+    def system_prompt_block(self) -> str:
+        """T0/T2/T2b/T3: the brief, fenced as recalled data ('' on failure, logged)."""
+        with self._lock:
+            try:
+                return self.memory.inject_brief(session=self._session or None).text
+            except TidelineError as exc:
+                self._note_error("system_prompt_block", exc)
+                return ""
+
+    def prefetch(self, query: str, *, session_id: str = "") -> str:
+        """T1/T4 for the upcoming turn ('' when nothing is relevant or on failure)."""
+        if not isinstance(query, str) or not query.strip():
+            return ""
+        with self._lock:
+            try:
+                mem = self.memory
+                return mem.inject_prefetch(query[: mem.config.caps.query_chars],
+                                           session=session_id or self._session or None,
+                                           recent="bridge").text
+            except TidelineError as exc:
+                self._note_error("prefetch", exc)
+                return ""
+
+    def queue_prefetch(self, query: str, *, session_id: str = "") -> None:
+        """Nothing to queue: :meth:`prefetch` answers synchronously in milliseconds."""
+
+    # -- capture --------------------------------------------------------------------------
+
+    def sync_turn(self, user_content: str, assistant_content: str, *, session_id: str = "",
+                  messages: list[dict[str, Any]] | None = None) -> None:
+        """Store the completed turn (user and assistant text) as raw context."""
+        if self._context != "primary":
+            return  # sub-agents, cron and flush contexts must not write the user's memory
+        sid = session_id or self._session or "hermes"
+        now = time.time()
+        turns: list[dict[str, Any]] = []
+        for role, text in (("user", user_content), ("assistant", assistant_content)):
+            if not isinstance(text, str) or not text.strip():
+                continue
+            pos = _position(messages, role, text)
+            self._counter += 1
+            ident = (f"live:{sid}:{pos}" if pos is not None
+                     else f"live:{sid}:n{self._counter}:{_digest(role, text)}")
+            turns.append({"id": ident, "session": sid, "role": role, "speaker": role,
+                          "text": text, "timestamp": now})
+        self._capture(turns, "sync_turn")
+
+    def on_pre_compress(self, messages: list[dict[str, Any]]) -> str:
+        """Capture the messages about to be compressed; contributes no summary text."""
+        if self._context == "primary":
+            self._capture(_from_messages(messages, self._session or "hermes"), "pre_compress")
+        return ""
+
+    def on_session_end(self, messages: list[dict[str, Any]]) -> None:
+        """Capture the whole conversation, then run the gated sleep if available."""
+        if self._context != "primary":
+            return
+        self._capture(_from_messages(messages, self._session or "hermes"), "session_end")
+        with self._lock:
+            sleep = getattr(self.memory, "sleep", None)
+            if callable(sleep):
+                try:
+                    sleep()
+                except TidelineError as exc:
+                    self._note_error("session_end", exc)
+
+    def on_memory_write(self, action: str, target: str, content: str,
+                        metadata: dict[str, Any] | None = None) -> None:
+        """Mirror Hermes' built-in memory ``add`` (user facts → global preferences)."""
+        if action != "add" or not isinstance(content, str) or not content.strip():
+            return
+        with self._lock:
+            try:
+                kind = "preference" if target == "user" else "fact"
+                scope = "global" if target == "user" else self.memory.project
+                self.memory.remember(content, kind=kind, scope=scope, source="hermes",
+                                     tags=["hermes-memory"])
+            except TidelineError as exc:
+                self._note_error("on_memory_write", exc)
+
+    def _capture(self, turns: list[dict[str, Any]], where: str) -> None:
+        if not turns:
+            return
+        with self._lock:
+            try:
+                mem = self.memory
+                fresh = _unseen(mem, turns)
+                if fresh:
+                    mem.capture_turns(fresh, source=SOURCE, scope=mem.project)
+            except TidelineError as exc:
+                self._note_error(where, exc)
+
+    def _note_error(self, where: str, exc: Exception) -> None:
+        import logging
+
+        logging.getLogger("tideline.hermes").warning("tideline %s failed: %s: %s", where,
+                                                     getattr(exc, "code", "error"), exc)
+        try:
+            if self._mem is not None:
+                self._mem.store.log_event(None, "hook_error", {
+                    "client": "hermes", "event": where, "code": getattr(exc, "code", "error"),
+                    "message": str(exc)[:500], "session": self._session or None})
+        except TidelineError:
+            pass
+
+    # -- tools ----------------------------------------------------------------------------
+
+    def get_tool_schemas(self) -> list[dict[str, Any]]:
+        """OpenAI-style schemas of the three ``tideline_*`` tools."""
+        return [dict(s) for s in TOOL_SCHEMAS]
+
+    def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
+        """Run one of the tools; always answers JSON (errors as ``{"error": {code, message}}``)."""
+        with self._lock:
+            try:
+                mem = self.memory
+                if tool_name == "tideline_recall":
+                    packet = mem.recall(str(args.get("query", "")),
+                                        limit=int(args.get("limit") or 8))
+                    from tideline.render import fence, packet_text
+
+                    return json.dumps({"text": fence("recall", packet_text(packet)),
+                                       **packet.to_dict()}, ensure_ascii=False, default=str)
+                if tool_name == "tideline_memorize":
+                    res = mem.remember(str(args.get("text", "")),
+                                       kind=str(args.get("kind") or "fact"),
+                                       scope=args.get("scope") or mem.project,
+                                       importance=int(args.get("importance") or 3),
+                                       source="hermes")
+                    return json.dumps(res.to_dict())
+                if tool_name == "tideline_reflect":
+                    return json.dumps(mem.reflect(list(args.get("ids") or []),
+                                                  float(args.get("reward", 0))))
+                raise InvalidInput(f"unknown tool {tool_name!r}")
+            except TidelineError as exc:
+                return json.dumps({"error": {"code": exc.code, "message": str(exc)}})
+            except (TypeError, ValueError) as exc:
+                return json.dumps({"error": {"code": "invalid_input", "message": str(exc)}})
+
+    # -- configuration --------------------------------------------------------------------
+
+    def get_config_schema(self) -> list[dict[str, Any]]:
+        """Settings for ``hermes memory setup`` (all through environment variables)."""
+        return [
+            {"key": "store", "description": "Tideline store directory",
+             "default": "~/.tideline", "env_var": "TIDELINE_HOME"},
+            {"key": "namespace", "description": "Namespace inside the store",
+             "default": "default", "env_var": "TIDELINE_NAMESPACE"},
+            {"key": "project", "description": "Project scope (default: detected)",
+             "env_var": "TIDELINE_PROJECT"},
+        ]
+
+    def save_config(self, values: dict[str, Any], hermes_home: str) -> None:
+        """Nothing to write: Tideline reads its settings from the environment."""
+
+    def backup_paths(self) -> list[str]:
+        """The store directory (it lives outside ``HERMES_HOME``)."""
+        from tideline.config import default_home
+
+        return [str(self._store or default_home())]
+
+
+def register(ctx: Any) -> None:
+    """Hermes plugin entry: ``ctx.register_memory_provider(TidelineMemoryProvider())``."""
+    ctx.register_memory_provider(TidelineMemoryProvider())
+
+
+def _digest(role: str, text: str) -> str:
+    return hashlib.sha256(f"{role}\x1f{text}".encode("utf-8", "replace")).hexdigest()[:12]
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        content = "\n".join(str(p.get("text", "")) for p in content
+                            if isinstance(p, dict) and p.get("type") in ("text", "input_text"))
+    return content.strip() if isinstance(content, str) else ""
+
+
+def _position(messages: Sequence[dict[str, Any]] | None, role: str, text: str) -> int | None:
+    if not messages:
+        return None
+    for pos in range(len(messages) - 1, -1, -1):
+        msg = messages[pos]
+        if isinstance(msg, dict) and msg.get("role") == role and _text(msg.get("content")) \
+                == text.strip():
+            return pos
+    return None
+
+
+def _from_messages(messages: Sequence[dict[str, Any]] | None, sid: str) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for pos, msg in enumerate(messages or []):
+        if not isinstance(msg, dict) or msg.get("role") not in ("user", "assistant"):
+            continue
+        text = _text(msg.get("content"))
+        if text:
+            # No timestamp in the messages: unknown stays unknown (never "now" for history).
+            out.append({"id": f"live:{sid}:{pos}", "session": sid, "role": msg["role"],
+                        "speaker": msg["role"], "text": text,
+                        "timestamp": msg.get("timestamp")})
+    return out
+
+
+def _unseen(mem: Memory, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Drop turns whose (session, role, text) is stored already (captured by another path)."""
+    from tideline.store.agent import AgentReader
+
+    reader = AgentReader(mem.store.db, mem.store.namespace)
+    prints: dict[str, set[tuple[str, str]]] = {}
+    fresh = []
+    for t in turns:
+        sid = str(t["session"])
+        if sid not in prints:
+            prints[sid] = reader.session_fingerprints(sid)
+        key = (str(t["role"]), str(t["text"]).strip())
+        if key in prints[sid]:
+            continue
+        prints[sid].add(key)
+        fresh.append(t)
+    return fresh
+
+
+# -- installation into a Hermes home ------------------------------------------------------
+
+_SHIM = '''"""Tideline memory provider for Hermes Agent ({mark}, by `tideline install hermes`).
+
+Hermes loads this directory as a MemoryProvider plugin; the provider itself lives in
+the installed `tideline` package (tideline.plugins.hermes.TidelineMemoryProvider).
+"""
+
+try:
+    from tideline.plugins.hermes import TidelineMemoryProvider, register  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the interpreter Hermes runs in
+    raise ImportError("the Tideline MemoryProvider needs `pip install tideline` in the "
+                      "Python environment that runs Hermes") from exc
+'''
+_YAML = '''name: tideline
+version: {version}
+description: "Tideline long-term memory: T0-T4 injection, raw texture, hybrid recall, sleep."
+hooks:
+  - on_session_end
+  - on_pre_compress
+'''
+
+
+def _hermes_home(home: str | Path | None) -> Path:
+    from tideline.ingest.hermes import hermes_home
+
+    return Path(home).expanduser() if home is not None else hermes_home()
+
+
+def _hermes_cli() -> str | None:
+    import sys
+
+    local = Path(sys.executable).parent / "hermes"
+    return str(local) if local.is_file() else shutil.which("hermes")
+
+
+def _set_provider(home: Path, value: str) -> str:
+    exe = _hermes_cli()
+    if exe is None:
+        shown = value or '""'
+        return f"select it yourself: HERMES_HOME={home} hermes config set memory.provider {shown}"
+    import os
+
+    env = dict(os.environ, HERMES_HOME=str(home))
+    proc = subprocess.run([exe, "config", "set", "memory.provider", value],  # noqa: S603
+                          env=env, capture_output=True, text=True, timeout=120, check=False)
+    if proc.returncode != 0:
+        return (f"`hermes config set memory.provider {value}` failed: "
+                f"{(proc.stderr or proc.stdout).strip()[:300]}")
+    return f"memory.provider set to {value!r} in {home / 'config.yaml'}"
+
+
+def install_hermes(hermes_home: str | Path | None = None, *,
+                   dry_run: bool = False) -> dict[str, Any]:
+    """Write the provider shim into ``$HERMES_HOME/plugins/tideline`` and select it.
+
+    Returns:
+        ``{"plugin_dir", "written", "messages"}``.
+
+    Raises:
+        InvalidInput: the directory exists and was not written by Tideline.
+    """
+    from tideline import __version__
+
+    home = _hermes_home(hermes_home)
+    target = home / "plugins" / PLUGIN_NAME
+    init = target / "__init__.py"
+    if init.exists() and _SHIM_MARK not in init.read_text(encoding="utf-8", errors="replace"):
+        raise InvalidInput(f"{target} exists and was not written by Tideline; not touching it")
+    files = {init: _SHIM.format(mark=_SHIM_MARK),
+             target / "plugin.yaml": _YAML.format(version=__version__)}
+    written = [str(p) for p, text in files.items()
+               if not p.exists() or p.read_text(encoding="utf-8") != text]
+    messages = [f"{'would write' if dry_run else 'wrote'} {p}" for p in written] or [
+        f"{target}: already up to date"]
+    if not dry_run:
+        target.mkdir(parents=True, exist_ok=True)
+        for path, text in files.items():
+            path.write_text(text, encoding="utf-8")
+        messages.append(_set_provider(home, PLUGIN_NAME))
+    else:
+        messages.append("would set memory.provider to 'tideline'")
+    return {"plugin_dir": str(target), "written": written, "dry_run": dry_run,
+            "messages": messages}
+
+
+def uninstall_hermes(hermes_home: str | Path | None = None, *,
+                     dry_run: bool = False) -> dict[str, Any]:
+    """Remove the shim written by :func:`install_hermes` and unselect the provider.
+
+    Raises:
+        InvalidInput: the directory was not written by Tideline.
+    """
+    home = _hermes_home(hermes_home)
+    target = home / "plugins" / PLUGIN_NAME
+    init = target / "__init__.py"
+    if not target.exists():
+        return {"plugin_dir": str(target), "removed": False, "dry_run": dry_run,
+                "messages": [f"{target}: nothing to remove"]}
+    if not init.exists() or _SHIM_MARK not in init.read_text(encoding="utf-8",
+                                                              errors="replace"):
+        raise InvalidInput(f"{target} was not written by Tideline; not removing it")
+    messages = [f"{'would remove' if dry_run else 'removed'} {target}"]
+    if not dry_run:
+        shutil.rmtree(target)
+        messages.append(_set_provider(home, ""))
+    return {"plugin_dir": str(target), "removed": not dry_run, "dry_run": dry_run,
+            "messages": messages}

@@ -1,0 +1,107 @@
+"""Query routing through embedding clusters: the nearest clusters and their neighbours.
+
+Sleep builds soft clusters per scope and an adjacency matrix (how many memories
+two clusters share). A query is routed to its ``route_clusters`` nearest
+centroids in the visible scopes and from there to their ``route_adjacent`` most
+adjacent clusters; the most typical members of those clusters become extra
+candidates (source ``graph``). This reaches memories the ANN top-k missed and
+memories one topic over, as the seed's soft-clustering query routing does.
+
+Centroids are cached per process and reloaded when sleep records a new
+``clusters.version``; a store that never slept routes nothing.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Container, Sequence
+
+import numpy as np
+
+from tideline.config import SleepTuning
+from tideline.models import MemoryRecord
+from tideline.store.consolidation import ConsolidationStore
+from tideline.store.sqlite import SQLiteStore
+
+__all__ = ["ClusterRouter"]
+
+
+class ClusterRouter:
+    """Finds routed candidates for a query vector.
+
+    Args:
+        store: the store.
+        dim: vector dimension.
+        tuning: the sleep settings (``route_*``).
+    """
+
+    def __init__(self, store: SQLiteStore, dim: int, tuning: SleepTuning) -> None:
+        self.cons = ConsolidationStore(store)
+        self.store = store
+        self.dim = dim
+        self.tuning = tuning
+        self._lock = threading.Lock()
+        self._version: str | None = None
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._scopes: list[str] = []
+        self._matrix = np.zeros((0, dim), dtype=np.float32)
+
+    def _refresh(self) -> bool:
+        version = self.cons.get_state("clusters.version")
+        if version is None:
+            return False
+        with self._lock:
+            if version != self._version:
+                rows = self.cons.centroids(None)
+                self._ids = np.asarray([r[0] for r in rows], dtype=np.int64)
+                self._scopes = [r[1] for r in rows]
+                self._matrix = (np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32)
+                                .reshape(len(rows), self.dim) if rows
+                                else np.zeros((0, self.dim), dtype=np.float32))
+                self._version = version
+        return len(self._ids) > 0
+
+    def route(self, qv: np.ndarray, scopes: Sequence[str],
+              known: Container[int]) -> list[tuple[MemoryRecord, float]]:
+        """Members of the query's nearest and adjacent clusters, with their cosine.
+
+        Args:
+            qv: the normalised query vector.
+            scopes: the visible scopes.
+            known: memory ids already among the candidates (left out).
+
+        Returns:
+            (record, cosine to the query) of live members in ``scopes``, best first.
+        """
+        t = self.tuning
+        if t.route_clusters <= 0 or t.route_members <= 0 or not self._refresh():
+            return []
+        allowed = set(scopes)
+        mask = np.asarray([s in allowed for s in self._scopes], dtype=bool)
+        if not mask.any() or self._matrix.shape[1] != qv.shape[0]:
+            return []
+        ids = self._ids[mask]
+        sims = self._matrix[mask] @ qv.astype(np.float32)
+        nearest = [int(ids[i]) for i in np.argsort(-sims)[: t.route_clusters]]
+        clusters = nearest + self.cons.adjacent(nearest, t.route_adjacent)
+        per = max(1, t.route_members // len(clusters))
+        members: list[int] = []
+        for cid in clusters:
+            members.extend(m for m in self.cons.cluster_members([cid], per) if m not in known)
+        members = list(dict.fromkeys(members))
+        recs = self.cons.memories(members)
+        live = [r for r in recs.values() if r.scope in allowed and r.status != "superseded"]
+        out: list[tuple[MemoryRecord, float]] = []
+        by_scope: dict[str, list[MemoryRecord]] = {}
+        for r in live:
+            by_scope.setdefault(r.scope, []).append(r)
+        for scope, group in by_scope.items():
+            blobs = [row for batch in self.cons.vector_blobs(scope, [r.id for r in group])
+                     for row in batch]
+            vecs = {k: np.frombuffer(b, dtype=np.float32) for k, b in blobs}
+            for r in group:
+                v = vecs.get(r.id)
+                if v is not None and v.shape[0] == qv.shape[0]:
+                    out.append((r, float(v @ qv)))
+        out.sort(key=lambda x: -x[1])
+        return out

@@ -1,0 +1,136 @@
+"""SQL of the report: journal time series, growth, reinforcement, associations, hooks, dream cost.
+
+Read-only. Time series are bucketed by whole days counted from the start of the
+report's window (``day`` 0 is its first day; negative days are before it).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tideline.store.sqlite import SQLiteStore
+
+__all__ = ["ReportStore"]
+
+_DAY = 86_400.0
+
+
+class ReportStore:
+    """The report's queries over one namespace.
+
+    Args:
+        store: the opened SQLite store.
+    """
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store = store
+        self.db = store.db
+        self.ns = store.namespace
+
+    def growth(self, since: float) -> list[tuple[str, int, int]]:
+        """(kind, day, memories recorded that day) — day < 0 folded into -1."""
+        with self.db.read() as c:
+            rows = c.execute(
+                "SELECT kind, CASE WHEN recorded_at < ? THEN -1 ELSE "
+                "CAST((recorded_at - ?) / ? AS INTEGER) END AS d, count(*) "
+                "FROM memories WHERE namespace = ? GROUP BY kind, d",
+                (since, since, _DAY, self.ns)).fetchall()
+        out: dict[tuple[str, int], int] = {}
+        for kind, day, n in rows:
+            key = (str(kind), max(-1, int(day)))
+            out[key] = out.get(key, 0) + int(n)
+        return [(k, d, n) for (k, d), n in sorted(out.items())]
+
+    def gate_decisions(self, since: float) -> list[tuple[int, str, int]]:
+        """(day, decision, writes) of the write events in the window."""
+        with self.db.read() as c:
+            rows = c.execute(
+                "SELECT CAST((ts - ?) / ? AS INTEGER) AS d, json_extract(data, '$.decision') "
+                "AS dec, count(*) FROM events WHERE namespace = ? AND kind = 'write' "
+                "AND ts >= ? GROUP BY d, dec ORDER BY d", (since, _DAY, self.ns, since)
+            ).fetchall()
+        return [(int(d), str(dec or "unknown"), int(n)) for d, dec, n in rows]
+
+    def recalls(self, since: float) -> list[tuple[int, float, bool, str]]:
+        """(day, latency ms, abstained, tier) of every recall in the window."""
+        with self.db.read() as c:
+            rows = c.execute(
+                "SELECT CAST((ts - ?) / ? AS INTEGER), json_extract(data, '$.latency_ms'), "
+                "json_extract(data, '$.abstained'), json_extract(data, '$.tier') FROM events "
+                "WHERE namespace = ? AND kind = 'recall' AND ts >= ?",
+                (since, _DAY, self.ns, since)).fetchall()
+        return [(int(d), float(lat or 0.0), bool(ab), str(tier or "")) for d, lat, ab, tier in rows]
+
+    def reflects(self, since: float) -> list[tuple[float, list[int], float]]:
+        """(ts, ids, reward) of reflect events in the window."""
+        with self.db.read() as c:
+            rows = c.execute("SELECT ts, data FROM events WHERE namespace = ? AND kind = 'reflect'"
+                             " AND ts >= ? ORDER BY ts", (self.ns, since)).fetchall()
+        out = []
+        for ts, raw in rows:
+            data = json.loads(raw)
+            out.append((float(ts), [int(i) for i in data.get("ids", [])],
+                        float(data.get("reward", 0.0))))
+        return out
+
+    def potentiated(self, since: float) -> dict[int, int]:
+        """memory id → how often the novelty gate potentiated it in the window."""
+        with self.db.read() as c:
+            rows = c.execute(
+                "SELECT memory_id, count(*) FROM events WHERE namespace = ? AND kind = 'write' "
+                "AND ts >= ? AND json_extract(data, '$.decision') = 'potentiate' "
+                "GROUP BY memory_id", (self.ns, since)).fetchall()
+        return {int(m): int(n) for m, n in rows if m is not None}
+
+    def event_counts(self, since: float) -> dict[str, int]:
+        """Events per kind in the window."""
+        with self.db.read() as c:
+            rows = c.execute("SELECT kind, count(*) FROM events WHERE namespace = ? AND ts >= ? "
+                             "GROUP BY kind", (self.ns, since)).fetchall()
+        return {str(k): int(n) for k, n in rows}
+
+    def events_of(self, kind: str, *, since: float | None = None,
+                  limit: int = 50) -> list[dict[str, Any]]:
+        """The newest events of one kind (data parsed), newest first."""
+        return self.store.events(kinds=[kind], limit=limit, since=since)
+
+    def token_cost(self, since: float | None) -> dict[str, int]:
+        """Calls and summed ``tokens_in``/``tokens_out`` of ``dream_call`` events."""
+        sql = ("SELECT count(*), coalesce(sum(json_extract(data, '$.tokens_in')), 0), "
+               "coalesce(sum(json_extract(data, '$.tokens_out')), 0) FROM events "
+               "WHERE namespace = ? AND kind = 'dream_call'")
+        args: list[Any] = [self.ns]
+        if since is not None:
+            sql += " AND ts >= ?"
+            args.append(since)
+        with self.db.read() as c:
+            n, tin, tout = c.execute(sql, args).fetchone()
+        return {"calls": int(n), "tokens_in": int(tin or 0), "tokens_out": int(tout or 0)}
+
+    def strongest_associations(self, limit: int) -> list[tuple[int, int, float]]:
+        """The heaviest co_recall edges (src, dst, weight)."""
+        with self.db.read() as c:
+            rows = c.execute(
+                "SELECT e.src, e.dst, e.weight FROM edges e JOIN memories m ON m.id = e.src "
+                "WHERE m.namespace = ? AND e.type = 'co_recall' ORDER BY e.weight DESC, "
+                "e.src, e.dst LIMIT ?", (self.ns, limit)).fetchall()
+        return [(int(a), int(b), float(w)) for a, b, w in rows]
+
+    def most_reinforced(self, limit: int) -> list[int]:
+        """Ids of live memories with the most reinforcements."""
+        with self.db.read() as c:
+            rows = c.execute(
+                "SELECT id FROM memories WHERE namespace = ? AND status != 'superseded' "
+                "AND reinforcements > 0 ORDER BY reinforcements DESC, last_access DESC LIMIT ?",
+                (self.ns, limit)).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def unlinked_count(self) -> int:
+        """Live memories with empty source_links."""
+        with self.db.read() as c:
+            row = c.execute("SELECT count(*) FROM memories WHERE namespace = ? AND "
+                            "status != 'superseded' AND source_links = '[]'",
+                            (self.ns,)).fetchone()
+        return int(row[0])

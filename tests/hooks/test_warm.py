@@ -1,0 +1,86 @@
+"""The warm prefetch server: started by session-start, used by the prompt hook, idles out."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+from tests.conftest import hashing
+from tests.hooks.conftest import SESSION, run_hook_process
+
+from tideline import Memory
+from tideline.hooks import warm
+
+
+def test_session_start_spawns_and_prompt_uses_the_warm_server(tmp_path: Path,
+                                                              monkeypatch) -> None:
+    store = tmp_path / "store"
+    repo = tmp_path / "atlas"
+    (repo / ".git").mkdir(parents=True)
+    m = Memory.open(store, embedder=hashing(), project="atlas")
+    m.write("We fixed loader error E1234 by mapping the region column", scope="atlas",
+            importance=5, emotional=4, recurrence=4, unresolved=2)
+    m.close()
+    env = {"TIDELINE_WARM": "always", "TIDELINE_WARM_IDLE": "60"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    base = {"session_id": SESSION, "cwd": str(repo), "transcript_path": str(repo / "t.jsonl")}
+    start = run_hook_process("session-start", base | {"hook_event_name": "SessionStart"},
+                             store, cwd=repo, **env)
+    assert start.returncode == 0 and "E1234" in start.stdout
+    pong = None
+    deadline = time.time() + 90
+    while time.time() < deadline and pong is None:
+        pong = warm.ask(store, "default", {"op": "ping"}, timeout=2)
+        time.sleep(0.2)
+    assert pong is not None, "the warm server did not come up"
+    try:
+        assert oct(warm.socket_path(store, "default").stat().st_mode & 0o777) == "0o600"
+        prompt = run_hook_process("prompt", base | {"hook_event_name": "UserPromptSubmit",
+                                                    "prompt": "loader E1234"},
+                                  store, cwd=repo, **env)
+        assert prompt.returncode == 0, prompt.stderr
+        ctx = json.loads(prompt.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert "region column" in ctx
+        mem = Memory.open(store, embedder=hashing())
+        try:
+            inject = mem.events(kinds=["inject"], limit=1)[0]["data"]
+            assert inject["served_by"] == "warm" and inject["kind"] == "prefetch"
+            assert any(e["data"]["tier"] == "T1" for e in mem.events(kinds=["recall"]))
+            # A memory written by another process after the server started is found too.
+            mem.remember("orchard cron moved to 03:00", scope="atlas")
+        finally:
+            mem.close()
+        answer = warm.ask(store, "default", {"op": "prefetch", "query": "orchard cron 03:00",
+                                             "project": {"name": "atlas", "rule": "explicit"}})
+        assert answer is not None and "03:00" in answer["result"]["text"]
+        # A client of another version makes it step down; the hook then works in-process.
+        stale = warm.ask(store, "default", {"op": "ping", "version": "0.0.0-other"})
+        assert stale is None
+    finally:
+        if pong is not None:
+            try:
+                os.kill(int(pong["pid"]), signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+    deadline = time.time() + 30
+    while time.time() < deadline and warm.alive(store, "default"):
+        time.sleep(0.2)
+    assert not warm.alive(store, "default")
+
+
+def test_warm_is_off_for_cheap_embedders_and_when_disabled(tmp_path: Path, monkeypatch) -> None:
+    store = tmp_path / "store"
+    Memory.open(store, embedder=hashing()).close()
+    monkeypatch.delenv("TIDELINE_WARM", raising=False)
+    assert warm.mode() == "auto" and not warm.wanted(store)
+    assert warm.spawn(store, "default") is False
+    monkeypatch.setenv("TIDELINE_WARM", "off")
+    assert not warm.enabled() and warm.ask(store, "default", {"op": "ping"}) is None
+    monkeypatch.setenv("TIDELINE_WARM", "always")
+    assert warm.wanted(store)
+    path = warm.socket_path(store, "default")
+    assert len(str(path)) < 100 and path.name.startswith("warm-")

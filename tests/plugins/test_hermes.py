@@ -1,0 +1,152 @@
+"""The Tideline memory provider inside the real Hermes Agent (hermes-agent from PyPI).
+
+The provider is installed with `tideline install hermes` into an isolated HERMES_HOME,
+found by Hermes' own plugin loader, checked against its MemoryProvider base class, and
+driven through Hermes' real MemoryManager.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from tests.conftest import hashing
+
+from tideline import Memory
+
+
+@pytest.fixture
+def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    home = tmp_path / "hermes"
+    store = tmp_path / "store"
+    repo = tmp_path / "orchard"
+    (repo / ".git").mkdir(parents=True)
+    seed = Memory.open(store, embedder=hashing(), project="orchard")
+    seed.write("Orchard exports run as a nightly cron job at 02:00", scope="orchard",
+               importance=5, emotional=4, recurrence=4, unresolved=3, tags=["exports"])
+    seed.update_self_concept("fact", "I am Hermes working on orchard.")
+    seed.close()
+    env = dict(os.environ, HERMES_HOME=str(home))
+    proc = subprocess.run([sys.executable, "-m", "tideline", "install", "hermes", "--json"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    messages = json.loads(proc.stdout)["messages"]
+    assert any("memory.provider set to 'tideline'" in m for m in messages), messages
+    for key, value in {"HERMES_HOME": str(home), "TIDELINE_HOME": str(store),
+                       "TIDELINE_EMBEDDER": "hashing", "TERMINAL_CWD": str(repo)}.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("TIDELINE_PROJECT", raising=False)
+    yield home
+    for name in [m for m in sys.modules if m.startswith("_hermes_user_memory")]:
+        del sys.modules[name]
+
+
+def test_installed_provider_is_found_and_selected(hermes_home: Path) -> None:
+    from agent.memory_provider import MemoryProvider
+    from hermes_cli.config import load_config
+    from plugins.memory import discover_memory_providers, load_memory_provider
+
+    assert load_config()["memory"]["provider"] == "tideline"
+    names = {name: ok for name, _desc, ok in discover_memory_providers()}
+    assert names.get("tideline") is True
+    provider = load_memory_provider("tideline")
+    assert isinstance(provider, MemoryProvider)
+    assert type(provider).__name__ == "TidelineMemoryProvider" and provider.name == "tideline"
+    assert provider.is_available()
+    assert any(s["name"] == "tideline_recall" for s in provider.get_tool_schemas())
+
+
+def test_provider_through_the_memory_manager(hermes_home: Path, tmp_path: Path) -> None:
+    from agent.memory_manager import MemoryManager
+    from plugins.memory import load_memory_provider
+
+    provider: Any = load_memory_provider("tideline")
+    manager = MemoryManager()
+    manager.add_provider(provider)
+    manager.initialize_all(session_id="hs-1", platform="cli", hermes_home=str(hermes_home),
+                           agent_context="primary")
+    block = manager.build_system_prompt()
+    assert "<tideline-recalled-data" in block and "02:00" in block
+    assert "I am Hermes working on orchard." in block
+    assert "project orchard (detected by TERMINAL_CWD)" in block
+
+    context = manager.prefetch_all("when do the orchard exports run?", session_id="hs-1")
+    assert "02:00" in context and "## T1" in context
+
+    manager.sync_all("Please move the orchard export to 03:00.",
+                     "Done: the cron job now runs at 03:00.", session_id="hs-1",
+                     messages=[{"role": "user",
+                                "content": "Please move the orchard export to 03:00."},
+                               {"role": "assistant",
+                                "content": "Done: the cron job now runs at 03:00."}])
+    assert manager.flush_pending(timeout=60)
+    tool = json.loads(manager.handle_tool_call("tideline_memorize", {
+        "text": "orchard exports moved to 03:00", "kind": "decision"}))
+    assert tool["decision"] in ("new", "link", "potentiate") and tool["scope"] == "orchard"
+    recalled = json.loads(manager.handle_tool_call("tideline_recall",
+                                                   {"query": "orchard export 03:00"}))
+    assert recalled["items"] and "<tideline-recalled-data" in recalled["text"]
+    error = json.loads(manager.handle_tool_call("tideline_reflect", {"ids": [], "reward": 9}))
+    assert error["error"]["code"] == "invalid_input"
+    manager.on_memory_write("add", "user", "The user likes concise answers.")
+
+    messages = [{"role": "system", "content": "You are Hermes."},
+                {"role": "user", "content": "Please move the orchard export to 03:00."},
+                {"role": "assistant", "content": "Done: the cron job now runs at 03:00."},
+                {"role": "user", "content": "Thanks, and log it in the runbook."},
+                {"role": "assistant", "content": "Logged."}]
+    manager.on_pre_compress(messages[:3])
+    manager.on_session_end(messages)
+    manager.shutdown_all()
+
+    mem = Memory.open(tmp_path / "store", embedder=hashing())
+    try:
+        turns = mem.read_context(session="hs-1", limit=20)["turns"]
+        texts = [t["text"] for t in turns]
+        # Captured once each, whether by sync_turn, pre-compress or session end.
+        assert texts == ["Please move the orchard export to 03:00.",
+                         "Done: the cron job now runs at 03:00.",
+                         "Thanks, and log it in the runbook.", "Logged."]
+        assert {t["scope"] for t in turns} == {"orchard"} and {t["source"] for t in turns} == {
+            "hermes"}
+        prefs = mem.recall("concise answers", scope="global", kind="preference")
+        assert prefs.items and prefs.items[0].scope == "global"
+        tiers = {e["data"]["tier"] for e in mem.events(kinds=["recall"], limit=50)}
+        assert "T1" in tiers
+        assert not mem.events(kinds=["hook_error"])
+    finally:
+        mem.close()
+
+
+def test_subagent_contexts_do_not_write(hermes_home: Path, tmp_path: Path) -> None:
+    from tideline.plugins.hermes import TidelineMemoryProvider
+
+    provider = TidelineMemoryProvider()
+    provider.initialize("sub-1", hermes_home=str(hermes_home), platform="cli",
+                        agent_context="subagent")
+    provider.sync_turn("secret sub-agent chatter", "ok", session_id="sub-1")
+    provider.on_session_end([{"role": "user", "content": "more chatter"}])
+    assert provider.system_prompt_block()  # reading is fine
+    provider.shutdown()
+    mem = Memory.open(tmp_path / "store", embedder=hashing())
+    try:
+        assert mem.read_context(session="sub-1")["turns"] == []
+    finally:
+        mem.close()
+
+
+def test_uninstall_removes_the_shim(hermes_home: Path) -> None:
+    env = dict(os.environ, HERMES_HOME=str(hermes_home))
+    proc = subprocess.run([sys.executable, "-m", "tideline", "uninstall", "hermes", "--json"],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert not (hermes_home / "plugins" / "tideline").exists()
+    from hermes_cli.config import load_config
+
+    assert not load_config()["memory"].get("provider")
