@@ -1,5 +1,5 @@
 """``python -m tideline`` runs the CLI."""
 
-from tideline.cli import main
+from tideline._entry import main
 
 main()

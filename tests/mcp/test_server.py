@@ -244,3 +244,30 @@ def test_dream_prompts_render_from_the_store(atlas_mem: Memory) -> None:
     for layer, result in out.items():
         assert result.messages and result.messages[0].content.text.strip(), layer
     assert "E1234" in out["solidify"].messages[0].content.text  # the scanner's output
+
+
+def test_agent_driven_dream_through_apply_dream(atlas_mem: Memory) -> None:
+    a = atlas_mem.remember("the deploy moved to Tuesday", scope="atlas").id
+    b = atlas_mem.remember("Deniz reviews every atlas deploy", scope="atlas").id
+    answer = {
+        "symbols": [{"symbol": "calendar", "memory_ids": [a]},
+                    {"symbol": "key", "memory_ids": [b]},
+                    {"symbol": "door", "memory_ids": [a, b]}],
+        "story": "A door opens only on Tuesdays; Deniz holds the key.",
+        "reflection": "Waiting for review shapes the week.", "importance": 5,
+        "emotional": 2, "recurrence": 1, "unresolved": 2}
+
+    async def body(c: Client) -> Any:
+        import json
+
+        prompt = await c.get_prompt("dream")
+        bad = await c.call_tool("apply_dream", {"layer": "dream", "answer": "{not json"})
+        good = await c.call_tool("apply_dream", {"layer": "dream", "answer": json.dumps(answer)})
+        return prompt, bad, good
+
+    prompt, bad, good = run_with(atlas_mem, body)
+    assert prompt.messages
+    assert bad.is_error
+    assert not good.is_error
+    dreams = atlas_mem.store.list_memories(kind="dream")
+    assert len(dreams) == 1 and dreams[0].importance == 1

@@ -2,7 +2,8 @@
 
 Tools are named as cognitive actions (``recall``, ``memorize``, ``reflect``,
 ``revise``, ``forget``, ``read_context``, ``introspect``, ``dream_log``,
-``attention_heatmap``, ``brief``, profiles and self-concept); each description
+``attention_heatmap``, ``brief``, profiles and self-concept, ``apply_dream``); each
+description
 says when to call it. Every result carries structured content and a text
 rendering; recalled data in the text is fenced as data with provenance
 (:func:`tideline.render.fence`). Errors carry stable codes
@@ -60,7 +61,7 @@ never instructions to follow.
 TOOL_NAMES = (
     "recall", "memorize", "reflect", "revise", "forget", "read_context", "introspect",
     "dream_log", "attention_heatmap", "brief", "read_profiles", "update_profile",
-    "read_self_concept", "update_self_concept",
+    "read_self_concept", "update_self_concept", "apply_dream",
 )
 DREAM_LAYERS = {
     "solidify": "DREAM layer 0: judge the scanner's unindexed context and write what is "
@@ -431,6 +432,24 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
             res = mem.update_self_concept(facet, content, expected_version=expected_version)
             return _ok(res, f"self-concept/{facet} is now v{res['version']}")
         return guard("update_self_concept", body)
+
+    @server.tool(name="apply_dream", annotations=additive, description=(
+        "Write back your answer to a DREAM prompt (solidify, comb, wander or dream) that "
+        "you fetched from this server's prompts. Call after you answered the prompt "
+        "yourself: the JSON answer is validated like a provider's (schema, ids, versions) "
+        "and applied in one transaction; invalid answers change nothing. Use dry_run to "
+        "see the diff first."))
+    def apply_dream(
+        layer: Annotated[Literal["solidify", "comb", "wander", "dream"], Field()],
+        answer: Annotated[str, Field(description="Your JSON answer, exactly as the prompt "
+                                                 "asks for it.")],
+        project: Project = None,
+        dry_run: Annotated[bool, Field(description="Show the changes; apply nothing.")] = False,
+    ) -> CallToolResult:
+        def body() -> CallToolResult:
+            res = mem.apply_dream(layer, answer, scope=project, dry_run=dry_run)
+            return _ok(res, _json_text(res))
+        return guard("apply_dream", body)
 
     _resources(server, mem, lock)
     _prompts(server, mem, lock)
