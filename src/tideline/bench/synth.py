@@ -72,13 +72,16 @@ class Query:
 
 
 def _people(rng: random.Random, n: int) -> list[str]:
+    capacity = len(_FIRST) * len(_FIRST) * 20 * len(_LAST)
+    if n > capacity // 2:
+        raise ValueError(f"cannot draw {n} distinct names (capacity {capacity})")
     names: set[str] = set()
     while len(names) < n:
-        first = rng.choice(_FIRST)
+        first, second = rng.choice(_FIRST), rng.choice(_FIRST)
         last = rng.choice(_LAST)
-        # A middle initial widens the namespace to millions of distinct people.
+        # A second given name and a middle initial widen the namespace to ~1M people.
         middle = rng.choice("ABCDEFGHJKLMNPRSTVWZ")
-        names.add(f"{first} {middle}. {last}")
+        names.add(f"{first}-{second} {middle}. {last}")
     return sorted(names)
 
 
