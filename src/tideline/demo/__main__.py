@@ -70,7 +70,7 @@ def main() -> None:
                      if "ATL-5542" in t.text]
             writes = [
                 "Mira prefers concise, to-the-point answers.",
-                "Mira likes short and concise answers.",
+                "Mira wants answers to be concise and to the point.",
                 "Mira is vegetarian.",
                 "Mira is vegetarian and avoids fish as well.",
             ]
