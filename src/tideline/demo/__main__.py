@@ -100,7 +100,7 @@ def main() -> None:
                   "project atlas: paraphrase")
             _show(mem.recall("ATL-5542", scope="atlas"), "project atlas: exact token")
             _show(mem.recall("推送通知收不到", scope="orchard"), "project orchard: Chinese")
-            _show(mem.recall("Was isst Mira nicht?", scope="orchard"),
+            _show(mem.recall("Ist Mira Vegetarierin?", scope="orchard"),
                   "project orchard sees global preferences (German query)")
             _show(mem.recall("ATL-5542", scope="orchard"),
                   "project orchard never sees atlas memories")
