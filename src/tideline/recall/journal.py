@@ -15,7 +15,10 @@ from tideline.models import RecallPacket
 from tideline.store.consolidation import ConsolidationStore
 from tideline.store.sqlite import SQLiteStore
 
-__all__ = ["RecallJournal"]
+__all__ = ["MAX_HITS", "MIN_CONFIDENCE", "RecallJournal"]
+
+MIN_CONFIDENCE = 0.35
+MAX_HITS = 10
 
 
 class RecallJournal:
@@ -29,7 +32,11 @@ class RecallJournal:
         """Write the event, attention rows and eligibility rows for ``packet``."""
         now = time.time()
         ns = self.store.namespace
-        hits = [i for i in packet.items if i.type == "memory"]
+        # Only what recall stood behind counts as attention and as co-recall: weak
+        # candidates listed beside an abstention must not teach associations.
+        hits = [] if packet.abstained else [
+            i for i in packet.items if i.type == "memory" and i.confidence >= MIN_CONFIDENCE
+        ][:MAX_HITS]
         data = {
             "latency_ms": round(packet.latency_ms, 3),
             "engine_ms": round(packet.engine_ms, 3),
