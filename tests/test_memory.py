@@ -236,3 +236,15 @@ def test_retention_is_in_the_score(mem: Memory) -> None:
     items = mem.recall("notebook kiln recipes").items
     order = [i.id for i in items]
     assert order.index(fresh.id) < order.index(stale.id)
+
+
+def test_gate_never_merges_away_a_new_detail(mem: Memory) -> None:
+    from tideline.write.path import new_details
+
+    a = mem.remember("The atlas deploy happens on Tuesday at 11:00")
+    b = mem.remember("The atlas deploy happens on Thursday at 11:00")
+    assert b.decision == "link" and b.id != a.id
+    c = mem.remember("the atlas deploy happens on tuesday at 11:00.")
+    assert c.decision == "potentiate" and c.id == a.id
+    assert new_details("Ticket ATL-5542 is open", "Ticket ATL-5521 is open") == ["ATL-5542"]
+    assert new_details("Mira likes tea", "mira likes tea") == []

@@ -3,7 +3,9 @@
 The gate compares a new memory with its nearest neighbour in the same scope:
 
 * cosine ≥ ``profile.same``  → **potentiate** the existing memory (reinforce it,
-  merge tags and source_links; no new row) — rephrasings never pile up;
+  merge tags and source_links; no new row) — rephrasings never pile up — unless
+  the new text carries a detail the old one lacks (a number, an identifier, a
+  name: see :func:`new_details`), which makes it a **link** instead;
 * ``profile.related`` ≤ cosine < ``profile.same`` → **link**: a new memory plus a
   ``related`` edge to the neighbour;
 * below → **new**.
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, cast
@@ -29,7 +32,9 @@ from tideline.models import Decision, MemoryRecord, WriteResult, compute_weight
 from tideline.recall.vectors import VectorSpaces
 from tideline.store.sqlite import SQLiteStore
 
-__all__ = ["PreparedWrite", "Writer", "gate_decision", "idempotency_key", "merge_into"]
+__all__ = [
+    "PreparedWrite", "Writer", "gate_decision", "idempotency_key", "merge_into", "new_details",
+]
 
 
 def idempotency_key(namespace: str, rec: MemoryRecord, source: str) -> str:
@@ -160,6 +165,10 @@ class Writer:
             target = found.get(nearest)
             if target is None or target.status == "superseded":
                 decision, target = "new", None
+            elif new_details(rec.text, target.text):
+                # Same shape, different facts ("Tuesday" vs "Thursday", another ticket id):
+                # merging would lose the new detail, so keep both and link them.
+                decision, target = "link", None
         if decision == "potentiate" and target is not None:
             merged = merge_into(reinforce(target, now, self.config.dynamics), rec)
             self.store.update_memory(c, merged)
@@ -191,6 +200,33 @@ class Writer:
         if not ranked:
             return None, 0.0
         return ranked[0][0], float(ranked[0][1])
+
+
+_WORD = re.compile(r"[^\s,;!?()\[\]{}\"'«»“”„]+")
+
+
+def new_details(text: str, target: str) -> list[str]:
+    """Distinctive tokens of ``text`` that ``target`` lacks: numbers, identifiers, names.
+
+    Embeddings see "the deploy is on Tuesday" and "… on Thursday" as near-identical;
+    potentiating one into the other would silently drop a fact. A token counts as a
+    detail when it holds a digit, inner punctuation (``ATL-5542``, ``v1.2``,
+    ``psycopg2``) or starts with a capital inside a sentence (a name, a weekday).
+    """
+    hay = target.casefold()
+    out: list[str] = []
+    for sentence in re.split(r"(?<=[.!?。！？])\s+|\n+", text):
+        words = _WORD.findall(sentence)
+        for pos, raw in enumerate(words):
+            word = raw.strip(".:·-–—")
+            if len(word) < 2:
+                continue
+            detail = (any(ch.isdigit() for ch in word)
+                      or any(ch in "-_./:@#" for ch in word[1:-1])
+                      or (pos > 0 and word[0].isupper()))
+            if detail and word.casefold() not in hay:
+                out.append(word)
+    return out
 
 
 def merge_into(target: MemoryRecord, new: MemoryRecord) -> MemoryRecord:
