@@ -55,6 +55,10 @@ class RecallTuning:
     weight_share: float = 0.12
     retention_share: float = 0.2
     keyword_trust: float = 0.6
+    # Terms in more than this share of rows (and at least common_min rows) are left out
+    # of the full-text query (they still count, IDF-weighted, in the keyword evidence).
+    common_share: float = 0.02
+    common_min: int = 2_000
 
 
 @dataclass(frozen=True)

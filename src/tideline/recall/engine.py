@@ -104,22 +104,24 @@ class RecallEngine:
         tune = self.config.recall
         k = max(tune.candidates, limit * 3)
         terms = lexical.query_terms(query)
-        expr = lexical.match_expression(query)
-        tri = lexical.trigram_expression(query)
+        weights: dict[str, list[float]] = {}
+        expressions: dict[str, tuple[str | None, str | None]] = {}
+        for space in ("m", "t"):
+            weights[space], common = self._term_stats(space, terms)
+            expressions[space] = (lexical.match_expression(query, drop=common),
+                                  lexical.trigram_expression(query, drop=common))
         now = time.time()
 
         cands: dict[tuple[str, int], Candidate] = {}
         memories: dict[int, MemoryRecord] = {}
         turns: dict[int, Turn] = {}
         if include_memories:
-            memories = self._memory_candidates(qv, expr, tri, scopes, k, kind, since, until,
-                                               cands)
+            memories = self._memory_candidates(qv, *expressions["m"], scopes, k, kind, since,
+                                               until, cands)
         if include_turns and kind is None:
-            turns = self._turn_candidates(qv, expr, tri, scopes, k, since, until, cands)
+            turns = self._turn_candidates(qv, *expressions["t"], scopes, k, since, until, cands)
 
         profile = self.embedder.profile
-        weights = {kind: self._term_weights(kind, terms) for kind in ("m", "t")} if terms \
-            else {}
         for cand in cands.values():
             if cand.type == "memory":
                 text = memory_index_text(memories[cand.key])
@@ -127,7 +129,7 @@ class RecallEngine:
                 t = turns[cand.key]
                 text = turn_index_text(t.speaker, t.text)
             cand.keyword = lexical.keyword_coverage(text, terms,
-                                                    weights.get(cand.type[0]) if terms else None)
+                                                    weights[cand.type[0]] if terms else None)
             cand.score = self._relevance(cand, profile.floor)
             if cand.type == "memory":
                 cand.score *= self._salience(memories[cand.key], now)
@@ -210,21 +212,28 @@ class RecallEngine:
                                              lexical_rank=lex.get(tid))
         return turns
 
-    def _term_weights(self, kind: str, terms: Sequence[str]) -> list[float]:
-        """Inverse document frequency of each query term among memories or turns.
+    def _term_stats(self, space: str, terms: Sequence[str]) -> tuple[list[float], set[str]]:
+        """Inverse document frequency of each query term, and the terms too common to search.
 
         A term found in most rows (the user's own name, the project's name) says little
-        about which row is meant; an error code found in one row says everything.
-        A term made of several index tokens counts as its rarest one.
+        about which row is meant; an error code found in one row says everything. A term
+        made of several index tokens counts as its rarest one. Terms in more than
+        ``common_share`` of the rows (and at least ``common_min`` rows) are left out of
+        the full-text query — their posting lists cost time at scale and rank nothing —
+        except the rarest term, so a query never loses its lexical side entirely.
         """
+        if not terms:
+            return [], set()
+        tune = self.config.recall
         tokens = {t: lexical.index_tokens(t) for t in terms}
-        df, total = self.store.document_frequencies(kind, [x for v in tokens.values() for x in v])
+        df, total = self.store.document_frequencies(space, [x for v in tokens.values() for x in v])
         n = max(total, 1)
-        out = []
-        for t in terms:
-            freq = min((df.get(x, 0) for x in tokens[t]), default=0)
-            out.append(math.log((n + 1) / (freq + 0.5)))
-        return [max(w, 0.05) for w in out]
+        freqs = [min((df.get(x, 0) for x in tokens[t]), default=0) for t in terms]
+        weights = [max(math.log((n + 1) / (f + 0.5)), 0.05) for f in freqs]
+        limit = max(tune.common_min, tune.common_share * n)
+        rarest = min(range(len(terms)), key=lambda i: freqs[i])
+        common = {t for i, t in enumerate(terms) if freqs[i] > limit and i != rarest}
+        return weights, common
 
     def _lexical_k(self, k: int) -> int:
         """Lexical candidates per table: fewer than vector ones, the keyword boost ranks them."""

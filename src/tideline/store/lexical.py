@@ -31,7 +31,7 @@ import re
 import threading
 import unicodedata
 import warnings
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Literal
 
 from tideline.errors import InvalidInput
@@ -353,7 +353,24 @@ def _word_terms(query: str) -> list[tuple[str, bool]]:
     return terms
 
 
-def match_expression(query: str, *, mode: Literal["any", "all"] = "any") -> str | None:
+def _plain(expr: str) -> str | None:
+    """The casefolded text of a simple quoted term (``"abc"`` → ``abc``), else None."""
+    if len(expr) >= 2 and expr[0] == expr[-1] == '"' and '"' not in expr[1:-1].replace('""', ""):
+        return expr[1:-1].replace('""', '"').casefold().strip(_EDGE_PUNCT)
+    return None
+
+
+def _without(kept: list[str], drop: Collection[str]) -> list[str]:
+    """Leave out dropped terms, but never all of them."""
+    if not drop:
+        return kept
+    rest = [e for e in kept if _plain(e) not in drop]
+    return rest or kept[:1]
+
+
+def match_expression(
+    query: str, *, mode: Literal["any", "all"] = "any", drop: Collection[str] = ()
+) -> str | None:
     """Build a safe FTS5 MATCH expression for the unicode61 (word) table.
 
     Every term is a quoted FTS5 string (inner double quotes doubled), so user
@@ -375,10 +392,10 @@ def match_expression(query: str, *, mode: Literal["any", "all"] = "any") -> str 
     if not terms:
         return None
     kept = [expr for expr, stop in terms if not stop] or [expr for expr, _ in terms]
-    return (" OR " if mode == "any" else " AND ").join(kept)
+    return (" OR " if mode == "any" else " AND ").join(_without(kept, drop))
 
 
-def trigram_expression(query: str) -> str | None:
+def trigram_expression(query: str, *, drop: Collection[str] = ()) -> str | None:
     """Build a safe FTS5 MATCH expression for the trigram (substring) table.
 
     The query is NFC-normalised (controls become spaces, lone surrogates go);
@@ -412,7 +429,7 @@ def trigram_expression(query: str) -> str | None:
     if not terms:
         return None
     kept = [expr for expr, stop in terms if not stop] or [expr for expr, _ in terms]
-    return " OR ".join(kept)
+    return " OR ".join(_without(kept, drop))
 
 
 _IDENTIFIER_PUNCT = frozenset("-_./:@#+\\=~$%&")
