@@ -446,10 +446,25 @@ class SQLiteStore:
         where, args = self._filters(scopes=scopes, kind=kind, alias="m", since=since, until=until)
         if not include_superseded:
             where.append("m.status != 'superseded'")
-        sql = (f"SELECT f.rowid, bm25({table}) AS r FROM {table} f "  # noqa: S608
-               f"JOIN memories m ON m.id = f.rowid WHERE {table} MATCH ? AND "
-               f"{' AND '.join(where)} ORDER BY r LIMIT ?")
+        # Fast path: rank inside the full-text index alone (no join per match), then keep
+        # the allowed rows of an over-fetched top. Fall back to the joined query only when
+        # the filters threw too much of that top away.
+        fetch = limit * 4
+        top_sql = f"SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} MATCH ? " \
+                  f"ORDER BY r LIMIT ?"  # noqa: S608
         with self.db.read() as c:
+            top = c.execute(top_sql, (expression, fetch)).fetchall()
+            if top:
+                ids = [int(r[0]) for r in top]
+                keep_sql = (f"SELECT m.id FROM memories m WHERE m.id IN "  # noqa: S608
+                            f"({_placeholders(len(ids))}) AND {' AND '.join(where)}")
+                allowed = {int(r[0]) for r in c.execute(keep_sql, (*ids, *args)).fetchall()}
+                rows = [r for r in top if int(r[0]) in allowed][:limit]
+                if len(rows) >= limit or len(top) < fetch:
+                    return [(int(r[0]), float(r[1])) for r in rows]
+            sql = (f"SELECT f.rowid, bm25({table}) AS r FROM {table} f "  # noqa: S608
+                   f"JOIN memories m ON m.id = f.rowid WHERE {table} MATCH ? AND "
+                   f"{' AND '.join(where)} ORDER BY r LIMIT ?")
             rows = c.execute(sql, (expression, *args, limit)).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
