@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -102,11 +101,8 @@ def test_cross_lingual_paraphrase(e5: E5Embedder) -> None:
 
 def test_long_text_is_capped(e5: E5Embedder) -> None:
     long_text = "The quick brown fox jumps over the lazy dog. " * 5000  # 225k chars
-    start = time.perf_counter()
     out = e5.embed_passages([long_text])
-    elapsed = time.perf_counter() - start
     assert np.linalg.norm(out[0]) == pytest.approx(1.0, abs=1e-5)
-    assert elapsed < 10.0
     capped = e5.embed_passages([long_text[: e5.max_chars]])
     assert float(out[0] @ capped[0]) > 0.9999
 

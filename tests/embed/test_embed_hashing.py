@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import numpy as np
 import pytest
@@ -173,13 +172,12 @@ def test_bad_arguments() -> None:
             HashingEmbedder(dim=dim)  # type: ignore[arg-type]
 
 
-def test_throughput() -> None:
+def test_large_batch() -> None:
     emb = make_embedder("hashing")
     texts = [
         f"memory {i}: the user mentioned topic number {i % 97} at the meeting" for i in range(5000)
     ]
-    start = time.perf_counter()
     out = emb.embed_passages(texts)
-    elapsed = time.perf_counter() - start
     assert out.shape == (5000, 384)
-    assert elapsed < 5.0, f"{5000 / elapsed:.0f} texts/s"
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+    assert not np.array_equal(out[0], out[1])
