@@ -107,9 +107,9 @@ class RecallEngine:
         weights: dict[str, list[float]] = {}
         expressions: dict[str, tuple[str | None, str | None]] = {}
         for space in ("m", "t"):
-            weights[space], common = self._term_stats(space, terms)
+            weights[space], common, known = self._term_stats(space, terms)
             expressions[space] = (lexical.match_expression(query, drop=common),
-                                  lexical.trigram_expression(query, drop=common))
+                                  lexical.trigram_expression(query, drop=common, known=known))
         now = time.time()
 
         cands: dict[tuple[str, int], Candidate] = {}
@@ -212,7 +212,9 @@ class RecallEngine:
                                              lexical_rank=lex.get(tid))
         return turns
 
-    def _term_stats(self, space: str, terms: Sequence[str]) -> tuple[list[float], set[str]]:
+    def _term_stats(
+        self, space: str, terms: Sequence[str]
+    ) -> tuple[list[float], set[str], set[str]]:
         """Inverse document frequency of each query term, and the terms too common to search.
 
         A term found in most rows (the user's own name, the project's name) says little
@@ -220,10 +222,11 @@ class RecallEngine:
         made of several index tokens counts as its rarest one. Terms in more than
         ``common_share`` of the rows (and at least ``common_min`` rows) are left out of
         the full-text query — their posting lists cost time at scale and rank nothing —
-        except the rarest term, so a query never loses its lexical side entirely.
+        except the rarest term, so a query never loses its lexical side entirely. Terms
+        that are whole words of the index (``known``) skip the substring (trigram) search.
         """
         if not terms:
-            return [], set()
+            return [], set(), set()
         tune = self.config.recall
         tokens = {t: lexical.index_tokens(t) for t in terms}
         df, total = self.store.document_frequencies(space, [x for v in tokens.values() for x in v])
@@ -233,7 +236,8 @@ class RecallEngine:
         limit = max(tune.common_min, tune.common_share * n)
         rarest = min(range(len(terms)), key=lambda i: freqs[i])
         common = {t for i, t in enumerate(terms) if freqs[i] > limit and i != rarest}
-        return weights, common
+        known = {t for i, t in enumerate(terms) if freqs[i] > 0 and len(tokens[t]) == 1}
+        return weights, common, known
 
     def _lexical_k(self, k: int) -> int:
         """Lexical candidates per table: fewer than vector ones, the keyword boost ranks them."""

@@ -395,7 +395,9 @@ def match_expression(
     return (" OR " if mode == "any" else " AND ").join(_without(kept, drop))
 
 
-def trigram_expression(query: str, *, drop: Collection[str] = ()) -> str | None:
+def trigram_expression(
+    query: str, *, drop: Collection[str] = (), known: Collection[str] = ()
+) -> str | None:
     """Build a safe FTS5 MATCH expression for the trigram (substring) table.
 
     The query is NFC-normalised (controls become spaces, lone surrogates go);
@@ -429,6 +431,11 @@ def trigram_expression(query: str, *, drop: Collection[str] = ()) -> str | None:
     if not terms:
         return None
     kept = [expr for expr, stop in terms if not stop] or [expr for expr, _ in terms]
+    if known:
+        # Whole words the word table already holds need no substring search.
+        kept = [e for e in kept if _plain(e) not in known]
+        if not kept:
+            return None
     return " OR ".join(_without(kept, drop))
 
 
