@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-NAMES = ("recall", "real", "calibrate", "multihop", "sleep", "turns")
+NAMES = ("recall", "real", "calibrate", "multihop", "sleep")
 
 
 def main() -> None:
