@@ -21,7 +21,7 @@ from pathlib import Path
 from tideline.errors import SchemaTooNew, StoreCorrupt, StoreError, from_sqlite
 from tideline.store.schema import MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["Database", "peek_meta"]
+__all__ = ["Database", "connect_readonly", "peek_meta"]
 
 DB_FILE = "tideline.db"
 
@@ -252,13 +252,26 @@ class Database:
         shutil.copyfile(self.path, target)
 
 
-def peek_meta(directory: Path, key: str) -> str | None:
-    """Read one ``db_meta`` value without opening the store for writing (None if absent)."""
+def connect_readonly(directory: Path) -> sqlite3.Connection | None:
+    """A read-only connection to a store's database, or None when there is none yet.
+
+    For light paths (hooks, the sleep gate) that must not migrate, write or load numpy.
+
+    Raises:
+        sqlite3.Error: the file exists but cannot be opened.
+    """
     path = directory / DB_FILE
     if not path.exists():
         return None
+    return sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+
+
+def peek_meta(directory: Path, key: str) -> str | None:
+    """Read one ``db_meta`` value without opening the store for writing (None if absent)."""
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        conn = connect_readonly(directory)
+        if conn is None:
+            return None
         try:
             row = conn.execute("SELECT value FROM db_meta WHERE key = ?", (key,)).fetchone()
         finally:

@@ -23,13 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tideline.store.connection import connect_readonly
+
 if TYPE_CHECKING:
     from tideline.models import MemoryRecord
     from tideline.store.sqlite import SQLiteStore
 
 __all__ = ["ConsolidationStore", "GateView", "LockHolder", "peek_gate"]
 
-DB_FILE = "tideline.db"
 _CHUNK = 900
 
 
@@ -101,11 +102,10 @@ def peek_gate(directory: Path, namespace: str) -> GateView | None:
     Returns:
         The gate's view, or None when the store does not exist yet or predates sleep.
     """
-    path = directory / DB_FILE
-    if not path.exists():
-        return None
     try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        conn = connect_readonly(directory)
+        if conn is None:
+            return None
         try:
             has = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
                                "AND name = 'sleep_state'").fetchone()

@@ -15,9 +15,9 @@ from tideline.store import lexical
 from tideline.store.sqlite import (
     TURN_EMBED_SQL,
     SQLiteStore,
+    embedding_jobs,
     memory_from_row,
     memory_index_text,
-    turn_embed_text,
     turn_index_text,
 )
 
@@ -149,12 +149,7 @@ def _embed_missing(
         turn_rows = c.execute(
             TURN_EMBED_SQL + " WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.key = t.id "  # noqa: S608
             "AND v.space = 't:' || t.namespace || ':' || t.scope)").fetchall()
-    jobs: list[tuple[str, int, str]] = []
-    for row in mem_rows:
-        rec = memory_from_row(row[:-1])
-        jobs.append((f"m:{row[-1]}:{rec.scope}", rec.id, rec.text))
-    jobs.extend((f"t:{ns}:{scope}", tid, turn_embed_text(sp, tx, psp, ptx))
-                for tid, ns, scope, sp, tx, psp, ptx in turn_rows)
+    jobs = embedding_jobs(mem_rows, turn_rows)
     for start in range(0, len(jobs), 64):
         chunk = jobs[start:start + 64]
         vecs = embedder.embed_passages([j[2] for j in chunk])

@@ -17,8 +17,7 @@ from tideline.embed.base import Embedder
 from tideline.store.sqlite import (
     TURN_EMBED_SQL,
     SQLiteStore,
-    memory_from_row,
-    turn_embed_text,
+    embedding_jobs,
 )
 
 __all__ = ["run"]
@@ -46,12 +45,7 @@ def run(
             f"SELECT {_MEMORY_COLUMNS}, namespace FROM memories ORDER BY id"  # noqa: S608
         ).fetchall()
         turns = c.execute(TURN_EMBED_SQL + " ORDER BY t.id").fetchall()
-    jobs: list[tuple[str, int, str]] = []
-    for row in mems:
-        rec = memory_from_row(row[:-1])
-        jobs.append((f"m:{row[-1]}:{rec.scope}", rec.id, rec.text))
-    jobs.extend((f"t:{ns}:{scope}", tid, turn_embed_text(sp, tx, psp, ptx))
-                for tid, ns, scope, sp, tx, psp, ptx in turns)
+    jobs = embedding_jobs(mems, turns)
     total = len(jobs)
     for start in range(0, total, BATCH):
         chunk = jobs[start:start + BATCH]

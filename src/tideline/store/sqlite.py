@@ -92,6 +92,20 @@ TURN_EMBED_SQL = (
 )
 
 
+def embedding_jobs(
+    memory_rows: Iterable[Sequence[Any]], turn_rows: Iterable[Sequence[Any]]
+) -> list[tuple[str, int, str]]:
+    """(space, key, text to embed) for memory rows (``_MEMORY_COLUMNS`` + namespace) and
+    turn rows (``TURN_EMBED_SQL``): what doctor and reembed both feed the embedder."""
+    jobs: list[tuple[str, int, str]] = []
+    for row in memory_rows:
+        rec = memory_from_row(row[:-1])
+        jobs.append((f"m:{row[-1]}:{rec.scope}", rec.id, rec.text))
+    jobs.extend((f"t:{ns}:{scope}", tid, turn_embed_text(sp, tx, psp, ptx))
+                for tid, ns, scope, sp, tx, psp, ptx in turn_rows)
+    return jobs
+
+
 def _placeholders(n: int) -> str:
     return ",".join("?" * n)
 
