@@ -55,10 +55,13 @@ class RecallTuning:
     weight_share: float = 0.12
     retention_share: float = 0.2
     keyword_trust: float = 0.6
-    # Terms in more than this share of rows (and at least common_min rows) are left out
-    # of the full-text query (they still count, IDF-weighted, in the keyword evidence).
-    common_share: float = 0.02
-    common_min: int = 2_000
+    # The full-text query ORs the rarest terms while their rows (document frequencies)
+    # add up to at most posting_budget; the rarest term is always searched. Up to
+    # conjunction_terms of the terms left out are searched together (AND), which finds
+    # the rows holding all of them without ranking each one's long posting list. Every
+    # term still counts, IDF-weighted, in the keyword evidence.
+    posting_budget: int = 2_000
+    conjunction_terms: int = 3
 
 
 @dataclass(frozen=True)

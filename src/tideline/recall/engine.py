@@ -106,9 +106,12 @@ class RecallEngine:
         terms = lexical.query_terms(query)
         weights: dict[str, list[float]] = {}
         expressions: dict[str, tuple[str | None, str | None]] = {}
-        for space in ("m", "t"):
-            weights[space], common, known = self._term_stats(space, terms)
-            expressions[space] = (lexical.match_expression(query, drop=common),
+        spaces = [s for s, wanted in (("m", include_memories),
+                                      ("t", include_turns and kind is None)) if wanted]
+        for space in spaces:
+            weights[space], common, known, together = self._term_stats(space, terms)
+            expressions[space] = (lexical.match_expression(query, drop=common,
+                                                           together=together),
                                   lexical.trigram_expression(query, drop=common, known=known))
         now = time.time()
 
@@ -214,30 +217,48 @@ class RecallEngine:
 
     def _term_stats(
         self, space: str, terms: Sequence[str]
-    ) -> tuple[list[float], set[str], set[str]]:
-        """Inverse document frequency of each query term, and the terms too common to search.
+    ) -> tuple[list[float], set[str], set[str], list[str]]:
+        """IDF of each query term, and how the full-text side searches the terms.
 
         A term found in most rows (the user's own name, the project's name) says little
         about which row is meant; an error code found in one row says everything. A term
-        made of several index tokens counts as its rarest one. Terms in more than
-        ``common_share`` of the rows (and at least ``common_min`` rows) are left out of
-        the full-text query — their posting lists cost time at scale and rank nothing —
-        except the rarest term, so a query never loses its lexical side entirely. Terms
-        that are whole words of the index (``known``) skip the substring (trigram) search.
+        made of several index tokens counts as its rarest one. The rarest terms are ORed
+        while their document frequencies add up to at most ``posting_budget`` (ranking a
+        long posting list costs time at scale and ranks nothing); the terms left out
+        (``common``) are searched together instead: up to ``conjunction_terms`` of the
+        rarest of them ANDed, so a row holding the person's first name, surname and the
+        topic is still found, at the cost of an intersection. Terms that are whole words
+        of the index (``known``) skip the substring (trigram) search.
+
+        Returns:
+            Weights (one per term), the terms left out of the OR, the known words, and
+            the terms to AND.
         """
         if not terms:
-            return [], set(), set()
+            return [], set(), set(), []
         tune = self.config.recall
         tokens = {t: lexical.index_tokens(t) for t in terms}
         df, total = self.store.document_frequencies(space, [x for v in tokens.values() for x in v])
         n = max(total, 1)
         freqs = [min((df.get(x, 0) for x in tokens[t]), default=0) for t in terms]
         weights = [max(math.log((n + 1) / (f + 0.5)), 0.05) for f in freqs]
-        limit = max(tune.common_min, tune.common_share * n)
-        rarest = min(range(len(terms)), key=lambda i: freqs[i])
-        common = {t for i, t in enumerate(terms) if freqs[i] > limit and i != rarest}
-        known = {t for i, t in enumerate(terms) if freqs[i] > 0 and len(tokens[t]) == 1}
-        return weights, common, known
+        order = sorted(range(len(terms)), key=lambda i: freqs[i])
+        spent, left_out = 0, []
+        for i in order:
+            if spent + freqs[i] > tune.posting_budget:
+                left_out.append(i)
+            else:
+                spent += freqs[i]
+        together = [terms[i] for i in left_out[:tune.conjunction_terms]]
+        if len(together) < 2 and left_out and spent == 0:
+            # Nothing found in the index is rare enough and nothing can be ANDed:
+            # search the rarest term anyway, so the lexical side is never empty.
+            left_out.pop(0)
+        if len(together) < 2:
+            together = []
+        common = {terms[i] for i in left_out}
+        known = {t for i, t in enumerate(terms) if freqs[i] > 0}
+        return weights, common, known, together
 
     def _lexical_k(self, k: int) -> int:
         """Lexical candidates per table: fewer than vector ones, the keyword boost ranks them."""

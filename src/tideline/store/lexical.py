@@ -331,7 +331,9 @@ def _word_terms(query: str) -> list[tuple[str, bool]]:
                 text = piece.strip(_ASCII_PUNCT)
                 if not _has_token(text):
                     continue
-                stop = _strip_edges(text).casefold().replace("\u2019", "'") in _STOPWORDS
+                word = _strip_edges(text).casefold().replace("\u2019", "'")
+                # A lone letter or digit (an initial, "K.") is as unspecific as a stopword.
+                stop = word in _STOPWORDS or len(word) < 2
                 if len(text) > MAX_TERM_CHARS:
                     cut = MAX_TERM_CHARS
                     while not _has_token(text[:cut]):
@@ -369,7 +371,8 @@ def _without(kept: list[str], drop: Collection[str]) -> list[str]:
 
 
 def match_expression(
-    query: str, *, mode: Literal["any", "all"] = "any", drop: Collection[str] = ()
+    query: str, *, mode: Literal["any", "all"] = "any", drop: Collection[str] = (),
+    together: Collection[str] = (),
 ) -> str | None:
     """Build a safe FTS5 MATCH expression for the unicode61 (word) table.
 
@@ -392,7 +395,13 @@ def match_expression(
     if not terms:
         return None
     kept = [expr for expr, stop in terms if not stop] or [expr for expr, _ in terms]
-    return (" OR " if mode == "any" else " AND ").join(_without(kept, drop))
+    if mode == "all":
+        return " AND ".join(_without(kept, drop))
+    parts = [e for e in kept if _plain(e) not in drop] if drop else list(kept)
+    both = [e for e in kept if _plain(e) in together] if together else []
+    if len(both) > 1:
+        parts.append("(" + " AND ".join(both) + ")")
+    return " OR ".join(parts or kept[:1])
 
 
 def trigram_expression(

@@ -24,6 +24,11 @@ from tideline.store.connection import Database
 
 __all__ = ["SQLiteStore", "SpaceSource"]
 
+# Document frequencies at or above this many rows are cached (see document_frequencies).
+_DF_CACHE_MIN = 500
+_DF_CACHE_SIZE = 20_000
+_DF_CACHE_SECONDS = 60.0
+
 _MEMORY_COLUMNS = (
     "id, scope, kind, gesture, context, cognition_direction, tags, entities_role, "
     "related_entities, source_links, importance, emotional, recurrence, unresolved, weight, "
@@ -203,6 +208,7 @@ class SQLiteStore:
         retries: int = 6, check_marker: bool = True,
     ) -> None:
         self.db = Database(directory, busy_timeout_ms=busy_timeout_ms, retries=retries)
+        self._df_caches: dict[str, tuple[int, float, dict[str, int]]] = {}
         self.directory = directory
         self.namespace = namespace
         self.marker = marker
@@ -487,6 +493,12 @@ class SQLiteStore:
     ) -> tuple[dict[str, int], int]:
         """How many rows of memories (``m``) or turns (``t``) hold each index token.
 
+        Counting a token's rows walks its posting list, which is slow for common tokens
+        in a large store (a millisecond per 25k rows), so large counts are kept in a
+        small per-process cache. The cache of a table is dropped when its row count has
+        moved by more than 1 % or after a minute: a large count that is slightly stale
+        changes no decision made with it (weights and the posting budget).
+
         Returns:
             Document frequency per token (missing tokens are 0) and an estimate of the
             row count (the highest rowid: O(1), never below the true count of live rows
@@ -496,12 +508,29 @@ class SQLiteStore:
                                                                            "turns")
         out: dict[str, int] = {}
         with self.db.read() as c:
+            total = int(c.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0]  # noqa: S608
+                        or 0)
+            cache = self._df_cache_for(kind, total)
             for token in dict.fromkeys(tokens):
-                row = c.execute(f"SELECT doc FROM temp.{vocab} WHERE term = ?",  # noqa: S608
-                                (token,)).fetchone()
-                out[token] = int(row[0]) if row else 0
-            total = c.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0]  # noqa: S608
-        return out, int(total or 0)
+                hit = cache.get(token)
+                if hit is None:
+                    row = c.execute(f"SELECT doc FROM temp.{vocab} WHERE term = ?",  # noqa: S608
+                                    (token,)).fetchone()
+                    hit = int(row[0]) if row else 0
+                    if hit >= _DF_CACHE_MIN and len(cache) < _DF_CACHE_SIZE:
+                        cache[token] = hit
+                out[token] = hit
+        return out, total
+
+    def _df_cache_for(self, kind: str, total: int) -> dict[str, int]:
+        """The document-frequency cache of one table, emptied when it went stale."""
+        now = time.monotonic()
+        cached = self._df_caches.get(kind)
+        if (cached is None or now - cached[1] > _DF_CACHE_SECONDS
+                or abs(total - cached[0]) > 0.01 * max(cached[0], 1)):
+            cached = (total, now, {})
+            self._df_caches[kind] = cached
+        return cached[2]
 
     # -- edges ----------------------------------------------------------------------------
 
