@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from tests.conftest import hashing
+
 from tideline import Memory
 from tideline.config import Config, RecallTuning
 from tideline.models import MemoryRecord
