@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-NAMES = ("recall", "real", "calibrate", "multihop", "sleep", "answerability")
+NAMES = ("recall", "real", "calibrate", "multihop", "sleep", "answerability", "conversation")
 
 
 def main() -> None:
