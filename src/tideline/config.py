@@ -62,6 +62,13 @@ class RecallTuning:
     # term still counts, IDF-weighted, in the keyword evidence.
     posting_budget: int = 2_000
     conjunction_terms: int = 3
+    # A query naming a calendar date ("on 22 June 2024", "im März 2024") adds when_boost
+    # to the score of items from then (as much as a full keyword match) and brings in up
+    # to when_turns raw turns spoken then or up to when_after_days later (people tell of
+    # a day afterwards: "yesterday …").
+    when_boost: float = 0.3
+    when_after_days: float = 7.0
+    when_turns: int = 400
 
 
 @dataclass(frozen=True)

@@ -28,6 +28,7 @@ from tideline.config import Config
 from tideline.dynamics import retention
 from tideline.embed.base import Embedder
 from tideline.models import MemoryRecord, RecallItem, RecallPacket, Turn, iso
+from tideline.recall import when
 from tideline.recall.routing import ClusterRouter
 from tideline.recall.vectors import VectorSpaces
 from tideline.store import lexical
@@ -104,6 +105,7 @@ class RecallEngine:
         tune = self.config.recall
         k = max(tune.candidates, limit * 3)
         terms = lexical.query_terms(query)
+        window = when.find_window(query) if since is None and until is None else None
         weights: dict[str, list[float]] = {}
         expressions: dict[str, tuple[str | None, str | None]] = {}
         spaces = [s for s, wanted in (("m", include_memories),
@@ -123,8 +125,11 @@ class RecallEngine:
                                                until, cands)
         if include_turns and kind is None:
             turns = self._turn_candidates(qv, *expressions["t"], scopes, k, since, until, cands)
+            if window is not None:
+                self._turns_of_window(qv, window, scopes, k, turns, cands)
 
         profile = self.embedder.profile
+        dated: set[tuple[str, int]] = set()
         for cand in cands.values():
             if cand.type == "memory":
                 text = memory_index_text(memories[cand.key])
@@ -136,6 +141,9 @@ class RecallEngine:
             cand.score = self._relevance(cand, profile.floor)
             if cand.type == "memory":
                 cand.score *= self._salience(memories[cand.key], now)
+            if window is not None and self._in_window(cand, window, memories, turns):
+                cand.score += tune.when_boost
+                dated.add((cand.type, cand.key))
 
         if include_memories:
             self._spread(qv, cands, memories, scopes, kind, since, until, now)
@@ -151,7 +159,7 @@ class RecallEngine:
             self._route(qv, cands, memories, scopes, kind, since, until, now)
         ranked = sorted(cands.values(), key=lambda c: -c.score)
         ranked = [c for c in ranked if c.similarity >= profile.floor or c.keyword > 0
-                  or c.source == "graph"]
+                  or c.source == "graph" or (c.type, c.key) in dated]
         abstained = not trusted
         chosen = [] if (abstained and abstain) else ranked[:limit]
         items = tuple(self._item(c, memories, turns, now) for c in chosen)
@@ -162,6 +170,7 @@ class RecallEngine:
             best_similarity=best_sim, considered=len(cands),
             signals={"margin_z": round(margin, 4), "best_keyword": round(best_kw, 4)},
             filters={"kind": kind, "since": iso(since), "until": iso(until),
+                     "date_window": [iso(window.start), iso(window.end)] if window else None,
                      "scopes": list(scopes)},
         )
         if on_hits is not None:
@@ -214,6 +223,44 @@ class RecallEngine:
             cands[("turn", tid)] = Candidate("turn", tid, source, similarity=vec.get(tid, 0.0),
                                              lexical_rank=lex.get(tid))
         return turns
+
+    def _turns_of_window(
+        self, qv: np.ndarray, window: when.Window, scopes: Sequence[str], k: int,
+        turns: dict[int, Turn], cands: dict[tuple[str, int], Candidate],
+    ) -> None:
+        """Add the turns spoken in a date window the query names, nearest by meaning first.
+
+        Their words may share nothing with the question ("She's here!! born 11 June"),
+        and the date is what ties them to it.
+        """
+        tune = self.config.recall
+        end = window.end + tune.when_after_days * 86_400
+        spoken = [t for t in self.store.turns_between(scopes, window.start, end,
+                                                      tune.when_turns) if t.id not in turns]
+        if not spoken:
+            return
+        vectors = self.store.turn_vectors(spoken, self.embedder.dim)
+        near = sorted(((float(v @ qv), tid) for tid, v in vectors.items()), reverse=True)
+        by_id = {t.id: t for t in spoken}
+        for sim, tid in near[: max(1, k // 4)]:
+            turns[tid] = by_id[tid]
+            cands[("turn", tid)] = Candidate("turn", tid, "vector", similarity=sim)
+
+    def _in_window(
+        self, cand: Candidate, window: when.Window, memories: dict[int, MemoryRecord],
+        turns: dict[int, Turn],
+    ) -> bool:
+        """Whether an item dates from the window (a turn, or an undated memory, up to
+        ``when_after_days`` after it: what is told of a day is often told later)."""
+        after = self.config.recall.when_after_days * 86_400
+        if cand.type == "memory":
+            rec = memories[cand.key]
+            if rec.event_time is not None:
+                return bool(window.start <= rec.event_time < window.end)
+            return bool(window.start <= rec.recorded_at < window.end + after)
+        t = turns[cand.key]
+        ts = t.timestamp if t.timestamp is not None else t.recorded_at
+        return bool(window.start <= ts < window.end + after)
 
     def _term_stats(
         self, space: str, terms: Sequence[str]

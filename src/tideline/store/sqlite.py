@@ -641,6 +641,17 @@ class SQLiteStore:
                     out[t.id] = t
         return out
 
+    def turns_between(
+        self, scopes: Sequence[str], start: float, end: float, limit: int
+    ) -> list[Turn]:
+        """Turns of ``scopes`` spoken in ``[start, end)`` (by their timestamp), oldest first."""
+        sql = (f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? "  # noqa: S608
+               f"AND scope IN ({_placeholders(len(scopes))}) AND ts >= ? AND ts < ? "
+               f"ORDER BY ts LIMIT ?")
+        with self.db.read() as c:
+            rows = c.execute(sql, (self.namespace, *scopes, start, end, limit)).fetchall()
+        return [turn_from_row(r) for r in rows]
+
     def session_turns(
         self, session: str, *, around: int | None = None, radius: int = 3, limit: int = 200
     ) -> list[Turn]:
