@@ -26,9 +26,14 @@ lint: $(VENV)/.stamp-dev
 	$(VENV)/bin/ruff check src tests
 	$(VENV)/bin/mypy
 
+# Loaded stores are kept in $(BENCH_STORES) and reused: loading 100k facts through e5
+# takes most of an hour on two cores; later runs measure the queries only.
+BENCH_STORES ?= .bench-stores
+
 bench: $(VENV)/.stamp-base
 	$(PY) -m tideline.bench real
-	$(PY) -m tideline.bench recall --sizes 10000,100000
+	$(PY) -m tideline.bench conversation
+	$(PY) -m tideline.bench recall --sizes 10000,100000 --keep $(BENCH_STORES)
 	$(PY) -m tideline.bench multihop
 	$(PY) -m tideline.bench sleep --n 100000
 
@@ -36,4 +41,4 @@ stress: $(VENV)/.stamp-dev
 	$(PY) -m pytest -q -m stress
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache $(BENCH_STORES)

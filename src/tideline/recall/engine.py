@@ -274,8 +274,9 @@ class RecallEngine:
         long posting list costs time at scale and ranks nothing); the terms left out
         (``common``) are searched together instead: up to ``conjunction_terms`` of the
         rarest of them ANDed, so a row holding the person's first name, surname and the
-        topic is still found, at the cost of an intersection. Terms that are whole words
-        of the index (``known``) skip the substring (trigram) search.
+        topic is still found, at the cost of an intersection. Terms whose every token the
+        word index holds (``known``) skip the substring (trigram) search: the word table
+        finds them as phrases.
 
         Returns:
             Weights (one per term), the terms left out of the OR, the known words, and
