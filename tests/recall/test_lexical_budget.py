@@ -13,7 +13,6 @@ from tests.conftest import hashing
 from tideline import Memory
 from tideline.config import Config, RecallTuning
 from tideline.models import MemoryRecord
-from tideline.recall import vectors
 from tideline.store import lexical
 
 WORDS = ("amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "heath")
@@ -112,12 +111,3 @@ def test_small_document_frequencies_are_never_stale(mem: Memory) -> None:
         mem.forget(mid)
     assert mem.store.document_frequencies("m", ["moraine"])[0] == {"moraine": 20}
 
-
-def test_large_graph_indexes_are_asked_for_twice_the_candidates(
-    mem: Memory, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    _load(mem, [f"harbour crane {i} lifted {WORDS[i % 8]} crates" for i in range(60)])
-    query = mem.embedder.embed_query("crane lifting crates")
-    assert len(mem.vectors.search("m", ["global"], query, 10)) == 10
-    monkeypatch.setattr(vectors, "WIDE_FROM", 50)
-    assert len(mem.vectors.search("m", ["global"], query, 10)) == 20
