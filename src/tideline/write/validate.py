@@ -8,6 +8,7 @@ redacted before anything reaches the database.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -182,8 +183,35 @@ def clean_weight(value: object, field: str) -> int:
     return number
 
 
+_YEAR_IN_TEXT = re.compile(r"(?<!\d)(?:1[89]|2\d)\d\d(?!\d)")
+
+
+def _written_date(text: str) -> datetime | None:
+    """A date written out in words or with slashes, or None (see :func:`parse_time`)."""
+    if len(text) > 100 or not _YEAR_IN_TEXT.search(text):
+        return None
+    from dateutil import parser  # only needed for imports that carry written dates
+
+    try:
+        parsed: datetime = parser.parse(text, default=datetime(2000, 1, 1))
+    except (ValueError, OverflowError, parser.ParserError):
+        return None
+    return parsed
+
+
+def _finite(seconds: float, field: str) -> float:
+    if not math.isfinite(seconds):
+        raise InvalidInput(f"{field} must be a finite time")
+    return seconds
+
+
 def parse_time(value: object, field: str = "time") -> float | None:
-    """Accept epoch seconds, ISO 8601 text or a datetime; ``None`` stays ``None``.
+    """Accept epoch seconds, ISO 8601 text, a written date or a datetime; ``None`` stays.
+
+    Written dates as exports carry them are read too ("1:56 pm on 8 May, 2023",
+    "May 8, 2023 13:56", "2023/05/08", "Mon, 08 May 2023 13:56:00 GMT") as long as
+    they name a four-digit year, so a stray number is never taken for a date. Times
+    without a zone are local time, like naive ISO 8601.
 
     Raises:
         InvalidInput: the value cannot be read as a time.
@@ -193,19 +221,24 @@ def parse_time(value: object, field: str = "time") -> float | None:
     if isinstance(value, bool):
         raise InvalidInput(f"{field} must be a time")
     if isinstance(value, int | float):
-        return float(value)
+        return _finite(float(value), field)
     if isinstance(value, datetime):
         return value.timestamp()
     if isinstance(value, str):
         text = value.strip()
         try:
-            return float(text)
+            return _finite(float(text), field)
         except ValueError:
             pass
+        parsed: datetime | None
         try:
             parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError as exc:
-            raise InvalidInput(f"{field} {value!r} is not ISO 8601 or epoch seconds") from exc
+        except ValueError:
+            parsed = _written_date(text)
+        if parsed is None:
+            raise InvalidInput(
+                f"{field} {value!r} is not a date: use ISO 8601 (2024-05-08T13:56), "
+                f"epoch seconds or a written date with its year")
         if parsed.tzinfo is None:
             parsed = parsed.astimezone()
         return parsed.timestamp()
