@@ -5,7 +5,6 @@ from __future__ import annotations
 import copy
 import json
 from collections import Counter
-from importlib import resources
 from typing import Any
 
 import pytest
@@ -15,9 +14,7 @@ from tideline.bench import calibrate, real
 
 
 def _raw(name: str) -> dict[str, Any]:
-    text = resources.files("tideline.bench").joinpath(f"data/{name}").read_text("utf-8")
-    data: dict[str, Any] = json.loads(text)
-    return data
+    return real._read(name)
 
 
 def test_heldout_file_is_well_formed() -> None:
