@@ -111,3 +111,16 @@ def test_small_document_frequencies_are_never_stale(mem: Memory) -> None:
         mem.forget(mid)
     assert mem.store.document_frequencies("m", ["moraine"])[0] == {"moraine": 20}
 
+
+
+def test_an_initial_narrows_the_conjunction_to_the_person_meant(small_budget: Memory) -> None:
+    mem = small_budget
+    texts = [f"Jonas {x}. Tanaka filed report {i}" for i in range(30) for x in "KM"]
+    texts += ["Jonas M. Tanaka moved to Lisbon", "Jonas K. Tanaka moved to Osaka"]
+    ids = _load(mem, texts)
+    expr = lexical.match_expression("Where did Jonas K. Tanaka move?",
+                                    drop={"jonas", "tanaka"}, together=["jonas", "tanaka"])
+    assert expr is not None and '("Jonas" AND "Tanaka" AND "K")' in expr
+    assert match_words("Plan K") == ['"Plan"']  # never searched alone
+    packet = mem.recall("Where did Jonas K. Tanaka move?", include_turns=False, log=False)
+    assert packet.items[0].id == ids[-1]

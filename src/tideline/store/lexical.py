@@ -362,6 +362,13 @@ def _plain(expr: str) -> str | None:
     return None
 
 
+def _is_initial(expr: str) -> bool:
+    """A quoted single letter that is not a stopword (a name's initial)."""
+    plain = _plain(expr)
+    return plain is not None and len(plain) == 1 and plain.isalpha() and (
+        plain not in _STOPWORDS)
+
+
 def _without(kept: list[str], drop: Collection[str]) -> list[str]:
     """Leave out dropped terms, but never all of them."""
     if not drop:
@@ -400,6 +407,9 @@ def match_expression(
     parts = [e for e in kept if _plain(e) not in drop] if drop else list(kept)
     both = [e for e in kept if _plain(e) in together] if together else []
     if len(both) > 1:
+        # An initial ("Jonas K. Tanaka") is never searched alone, but it narrows the
+        # conjunction of the name's other parts to the person meant.
+        both += [e for e, _ in terms if _is_initial(e)]
         parts.append("(" + " AND ".join(both) + ")")
     return " OR ".join(parts or kept[:1])
 
