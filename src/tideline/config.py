@@ -69,6 +69,10 @@ class RecallTuning:
     when_boost: float = 0.3
     when_after_days: float = 7.0
     when_turns: int = 400
+    # The turns next to the best neighbour_hits turn hits come in with neighbour_factor
+    # of the hit's score (the reply to a question, the sentence after "guess what").
+    neighbour_hits: int = 10
+    neighbour_factor: float = 0.6
 
 
 @dataclass(frozen=True)

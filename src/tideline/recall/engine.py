@@ -157,6 +157,8 @@ class RecallEngine:
                    or (bool(terms) and best_kw >= tune.keyword_trust))
         if include_memories:
             self._route(qv, cands, memories, scopes, kind, since, until, now)
+        if turns:
+            self._turn_neighbours(qv, cands, turns, scopes, since, until)
         ranked = sorted(cands.values(), key=lambda c: -c.score)
         ranked = [c for c in ranked if c.similarity >= profile.floor or c.keyword > 0
                   or c.source == "graph" or (c.type, c.key) in dated]
@@ -223,6 +225,45 @@ class RecallEngine:
             cands[("turn", tid)] = Candidate("turn", tid, source, similarity=vec.get(tid, 0.0),
                                              lexical_rank=lex.get(tid))
         return turns
+
+    def _turn_neighbours(
+        self, qv: np.ndarray, cands: dict[tuple[str, int], Candidate], turns: dict[int, Turn],
+        scopes: Sequence[str], since: float | None, until: float | None,
+    ) -> None:
+        """Bring in the turns just before and after the best turn hits (after the trust check).
+
+        In a conversation the answer often sits next to the turn that matched: the reply
+        to a question, the sentence after "guess what". A neighbour scores a share
+        (``neighbour_factor``) of its hit's score, unless it already scores more itself;
+        it comes in as a ``graph`` item (an edge of the session's order).
+        """
+        tune = self.config.recall
+        best = sorted((c for c in cands.values() if c.type == "turn"),
+                      key=lambda c: -c.score)[:tune.neighbour_hits]
+        if not best:
+            return
+        hits = [turns[c.key] for c in best]
+        around = [t for t in self.store.neighbour_turns(hits, radius=1) if t.scope in scopes
+                  and _in_time(t.timestamp or t.recorded_at, since, until)]
+        new = [t for t in around if t.id not in turns]
+        sims = self.store.turn_vectors(new, self.embedder.dim) if new else {}
+        by_place = {(t.session, t.turn_index): t for t in around}
+        for cand, hit in zip(best, hits, strict=True):
+            score = cand.score * tune.neighbour_factor
+            for offset in (-1, 1):
+                n = by_place.get((hit.session, hit.turn_index + offset))
+                if n is None:
+                    continue
+                old = cands.get(("turn", n.id))
+                if old is None:
+                    turns[n.id] = n
+                    vec = sims.get(n.id)
+                    old = cands[("turn", n.id)] = Candidate(
+                        "turn", n.id, "graph",
+                        similarity=float(vec @ qv) if vec is not None else 0.0,
+                        score=score)
+                elif old.score < score:
+                    old.score = score
 
     def _turns_of_window(
         self, qv: np.ndarray, window: when.Window, scopes: Sequence[str], k: int,

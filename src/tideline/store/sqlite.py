@@ -641,6 +641,19 @@ class SQLiteStore:
                     out[t.id] = t
         return out
 
+    def neighbour_turns(self, hits: Sequence[Turn], radius: int = 1) -> list[Turn]:
+        """The turns within ``radius`` places of each hit in its own session (hits included)."""
+        if not hits:
+            return []
+        where = " OR ".join(["(session = ? AND turn_index BETWEEN ? AND ?)"] * len(hits))
+        args: list[Any] = [self.namespace]
+        for t in hits:
+            args += [t.session, t.turn_index - radius, t.turn_index + radius]
+        sql = f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? AND ({where})"  # noqa: S608
+        with self.db.read() as c:
+            rows = c.execute(sql, args).fetchall()
+        return [turn_from_row(r) for r in rows]
+
     def turns_between(
         self, scopes: Sequence[str], start: float, end: float, limit: int
     ) -> list[Turn]:
