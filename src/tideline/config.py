@@ -73,6 +73,9 @@ class RecallTuning:
     # of the hit's score (the reply to a question, the sentence after "guess what").
     neighbour_hits: int = 10
     neighbour_factor: float = 0.6
+    # Hubness: a turn nearer than usual to its space's centroid (generic chat: "haha",
+    # "ok!") has its similarity lowered by turn_hubness times the excess when ranking.
+    turn_hubness: float = 0.5
 
 
 @dataclass(frozen=True)

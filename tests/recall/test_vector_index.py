@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tideline.errors import InvalidInput
@@ -499,6 +499,7 @@ def test_allowed_filter_never_leaks(
     idx.sync(src)
 
     @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @example(modulus=125, residue=225, k=4, qi=0)  # once seen: the graph alone found 3 of 4
     @given(
         modulus=st.integers(1, 700),
         residue=st.integers(0, 699),
@@ -513,15 +514,15 @@ def test_allowed_filter_never_leaks(
         assert all(allowed(key) for key, _ in got)
         assert len({key for key, _ in got}) == len(got) <= k
         n_allowed = sum(1 for key in range(n) if allowed(key))
+        # The graph falls back to an exact scan of the allowed keys when its own search
+        # runs dry, so both modes always fill k from what is allowed.
+        assert len(got) == min(k, n_allowed)
         if exact_below:
-            assert len(got) == min(k, n_allowed)
             snap_sims = vecs @ ((vecs[qi] + 0.01) / np.linalg.norm(vecs[qi] + 0.01))
             want = sorted(
                 (key for key in range(n) if allowed(key)), key=lambda key: -snap_sims[key]
             )[:k]
             assert [key for key, _ in got] == want
-        else:
-            assert len(got) >= min(k, n_allowed) * 0.8
 
     check()
 

@@ -50,6 +50,7 @@ class Candidate:
     lexical_rank: int | None = None
     keyword: float = 0.0
     score: float = 0.0
+    hub: float = 0.0
 
 
 class RecallEngine:
@@ -216,15 +217,35 @@ class RecallEngine:
             tid: t for tid, t in self.store.get_turns([*vec, *lex]).items()
             if _in_time(t.timestamp or t.recorded_at, since, until)
         }
-        missing = [turns[t] for t in lex if t in turns and t not in vec]
-        if missing:
-            for tid, v in self.store.turn_vectors(missing, self.embedder.dim).items():
-                vec[tid] = float(v @ qv)
+        vectors = self.store.turn_vectors(list(turns.values()), self.embedder.dim)
+        for tid, v in vectors.items():
+            vec.setdefault(tid, float(v @ qv))
+        hubs = self._hubs(turns, vectors)
         for tid in turns:
             source = "lexical" if tid in lex else "vector"
             cands[("turn", tid)] = Candidate("turn", tid, source, similarity=vec.get(tid, 0.0),
-                                             lexical_rank=lex.get(tid))
+                                             lexical_rank=lex.get(tid), hub=hubs.get(tid, 0.0))
         return turns
+
+    def _hubs(self, turns: dict[int, Turn], vectors: dict[int, np.ndarray]) -> dict[int, float]:
+        """How much nearer than usual each turn sits to its space's centroid.
+
+        Generic turns ("haha true", "NADIA!!! 🎉") sit near every query in embedding space
+        (hubness); their similarity is discounted by ``turn_hubness`` times this excess
+        when ranking (abstention still sees the raw cosine).
+        """
+        if self.config.recall.turn_hubness <= 0 or not vectors:
+            return {}
+        centroids: dict[str, tuple[np.ndarray, float] | None] = {}
+        out: dict[int, float] = {}
+        for tid, v in vectors.items():
+            scope = turns[tid].scope
+            if scope not in centroids:
+                centroids[scope] = self.vectors.index("t", scope).centroid()
+            found = centroids[scope]
+            if found is not None:
+                out[tid] = float(v @ found[0]) - found[1]
+        return out
 
     def _turn_neighbours(
         self, qv: np.ndarray, cands: dict[tuple[str, int], Candidate], turns: dict[int, Turn],
@@ -283,9 +304,12 @@ class RecallEngine:
         vectors = self.store.turn_vectors(spoken, self.embedder.dim)
         near = sorted(((float(v @ qv), tid) for tid, v in vectors.items()), reverse=True)
         by_id = {t.id: t for t in spoken}
+        chosen = {tid: by_id[tid] for _, tid in near[: max(1, k // 4)]}
+        hubs = self._hubs(chosen, {tid: vectors[tid] for tid in chosen})
         for sim, tid in near[: max(1, k // 4)]:
             turns[tid] = by_id[tid]
-            cands[("turn", tid)] = Candidate("turn", tid, "vector", similarity=sim)
+            cands[("turn", tid)] = Candidate("turn", tid, "vector", similarity=sim,
+                                             hub=hubs.get(tid, 0.0))
 
     def _in_window(
         self, cand: Candidate, window: when.Window, memories: dict[int, MemoryRecord],
@@ -376,7 +400,8 @@ class RecallEngine:
 
     def _relevance(self, cand: Candidate, floor: float) -> float:
         tune = self.config.recall
-        semantic = min(1.0, max(0.0, (cand.similarity - floor) / max(1e-6, 1.0 - floor)))
+        sim = cand.similarity - tune.turn_hubness * cand.hub
+        semantic = min(1.0, max(0.0, (sim - floor) / max(1e-6, 1.0 - floor)))
         lexical_part = 0.0 if cand.lexical_rank is None else 1.0 / (1.0 + cand.lexical_rank)
         return semantic + tune.keyword_boost * cand.keyword + tune.lexical_weight * lexical_part
 

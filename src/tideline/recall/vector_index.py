@@ -230,6 +230,10 @@ class _ExactStore:
         order = _top(sims, m)
         return self.keys[order], sims[order]
 
+    def sample(self, count: int, rng: np.random.Generator) -> Matrix:
+        rows = np.arange(self.n) if self.n <= count else rng.choice(self.n, count, False)
+        return self.mat[rows]
+
     def payload(self) -> Iterator[memoryview]:
         yield np.ascontiguousarray(self.keys[: self.n]).data.cast("B")
         yield np.ascontiguousarray(self.mat[: self.n]).data.cast("B")
@@ -289,6 +293,28 @@ class _HnswStore:
     def remove(self, keys: Sequence[int]) -> None:
         if keys:
             self.index.remove(np.asarray(keys, dtype=np.int64))
+
+    def exact_among(
+        self, query: Matrix, allowed: Callable[[int], bool], k: int
+    ) -> list[tuple[int, float]]:
+        """The ``k`` nearest allowed keys by an exact scan of their stored vectors."""
+        keys = [key for key in np.asarray(self.index.keys, dtype=np.int64).tolist()
+                if allowed(key)]
+        if not keys:
+            return []
+        mat = np.stack(self.index.get(np.asarray(keys, dtype=np.int64), dtype=np.float32))
+        norms = np.linalg.norm(mat, axis=1)
+        sims = (mat @ query[0]) / np.where(norms > 0, norms, 1.0)
+        order = np.argsort(-sims, kind="stable")[:k]
+        return [(keys[i], float(sims[i])) for i in order.tolist()]
+
+    def sample(self, count: int, rng: np.random.Generator) -> Matrix:
+        keys = np.asarray(self.index.keys, dtype=np.int64)
+        if len(keys) > count:
+            keys = rng.choice(keys, count, replace=False)
+        if not len(keys):
+            return np.zeros((0, self.index.ndim), dtype=np.float32)
+        return np.stack(self.index.get(keys, dtype=np.float32)).astype(np.float32)
 
     def search(self, query: Matrix, m: int) -> tuple[Keys, NDArray[np.float32]]:
         if len(self.index) == 0 or m <= 0:
@@ -440,6 +466,7 @@ class VectorIndex:
         self._store: _Store | None = None
         self._seq = 0
         self._dirty = 0
+        self._centroid: tuple[int, Matrix, float] | None = None
 
     # ----------------------------------------------------------------- public API
 
@@ -463,6 +490,34 @@ class VectorIndex:
         """``"exact"``, ``"hnsw"`` or ``"empty"`` (nothing loaded yet)."""
         store = self._store
         return store.kind if store is not None else "empty"
+
+    def centroid(self, sample: int = 4096) -> tuple[Matrix, float] | None:
+        """The unit mean direction of the stored vectors and their mean cosine to it.
+
+        Estimated from up to ``sample`` vectors and cached until the index has grown or
+        shrunk by a tenth. A vector close to the centroid is a *hub*: generic text
+        ("haha true", "ok!") that sits near every query. None for an empty index.
+        """
+        with self._state_lock:
+            store = self._store
+            n = len(store) if store is not None else 0
+            cached = self._centroid
+            if cached is not None and abs(n - cached[0]) <= 0.1 * cached[0]:
+                return cached[1], cached[2]
+            if store is None or n == 0:
+                return None
+            vecs = store.sample(sample, np.random.default_rng(n))
+        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+        unit_rows = (vecs / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+        mean = unit_rows.mean(axis=0)
+        length = float(np.linalg.norm(mean))
+        if length == 0.0:
+            return None
+        unit = (mean / length).astype(np.float32)
+        level = float((unit_rows @ unit).mean())
+        with self._state_lock:
+            self._centroid = (n, unit, level)
+        return unit, level
 
     def sync(
         self, source: VectorSource, *, progress: Callable[[int, int], None] | None = None
@@ -591,6 +646,10 @@ class VectorIndex:
                     if len(hits) == k:
                         return hits
             if fetch >= total:
+                if isinstance(store, _HnswStore) and len(hits) < k:
+                    # A graph search for every vector may still miss some: with a filter
+                    # this selective, score the allowed keys exactly instead.
+                    return store.exact_among(q, allowed, k)
                 return hits
             fetch *= 4
 
