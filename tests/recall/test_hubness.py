@@ -64,7 +64,7 @@ def test_centroid_is_the_mean_direction_and_follows_growth(tmp_path: Path) -> No
 
 
 def test_generic_turns_are_discounted(store_dir: Path) -> None:
-    lines = GENERIC * 3 + [SPECIFIC]
+    lines = GENERIC * 8 + [SPECIFIC]
     with Memory.open(store_dir, embedder=hashing()) as mem:
         mem.add_turns([{"session": "s", "speaker": "Ana", "text": t, "id": f"m{i}"}
                        for i, t in enumerate(lines)], source="chat")
@@ -74,12 +74,20 @@ def test_generic_turns_are_discounted(store_dir: Path) -> None:
         hubs = engine._hubs(turns, vectors)
         specific = next(t.id for t in turns.values() if t.text == SPECIFIC)
         generic = [tid for tid in turns if tid != specific]
-        assert hubs[specific] < 0 < min(hubs[g] for g in generic)
+        assert hubs[specific] < min(hubs[g] for g in generic)
+        assert hubs[specific] < 0 < sum(hubs[g] for g in generic) / len(generic)
 
         cand = Candidate("turn", generic[0], "vector", similarity=0.5, hub=hubs[generic[0]])
         discounted = engine._relevance(cand, 0.1)
         cand.hub = 0.0
         assert discounted < engine._relevance(cand, 0.1)
+
+    with Memory.open(store_dir / "small", embedder=hashing()) as mem:
+        mem.add_turns([{"session": "s", "speaker": "Ana", "text": t, "id": f"m{i}"}
+                       for i, t in enumerate(GENERIC)], source="chat")
+        few = {t.id: t for t in mem.store.session_turns("s", limit=100)}
+        few_vectors = mem.store.turn_vectors(list(few.values()), mem.embedder.dim)
+        assert mem._engine._hubs(few, few_vectors) == {}  # too few turns to tell
 
     off = dataclasses.replace(Config.load(home=store_dir), recall=RecallTuning(turn_hubness=0))
     with Memory.open(store_dir, embedder=hashing(), config=off) as mem:

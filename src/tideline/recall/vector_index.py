@@ -491,12 +491,13 @@ class VectorIndex:
         store = self._store
         return store.kind if store is not None else "empty"
 
-    def centroid(self, sample: int = 4096) -> tuple[Matrix, float] | None:
+    def centroid(self, sample: int = 4096, least: int = 50) -> tuple[Matrix, float] | None:
         """The unit mean direction of the stored vectors and their mean cosine to it.
 
         Estimated from up to ``sample`` vectors and cached until the index has grown or
         shrunk by a tenth. A vector close to the centroid is a *hub*: generic text
-        ("haha true", "ok!") that sits near every query. None for an empty index.
+        ("haha true", "ok!") that sits near every query. None below ``least`` vectors,
+        where a mean says more about the few texts than about what is generic.
         """
         with self._state_lock:
             store = self._store
@@ -504,7 +505,7 @@ class VectorIndex:
             cached = self._centroid
             if cached is not None and abs(n - cached[0]) <= 0.1 * cached[0]:
                 return cached[1], cached[2]
-            if store is None or n == 0:
+            if store is None or n < max(1, least):
                 return None
             vecs = store.sample(sample, np.random.default_rng(n))
         norms = np.linalg.norm(vecs, axis=1, keepdims=True)
