@@ -9,6 +9,7 @@ from tests.conftest import hashing
 
 from tideline import Memory
 from tideline.config import Config, RecallTuning
+from tideline.recall.engine import Candidate
 
 
 def _chat(session: str, lines: list[tuple[str, str]]) -> list[dict[str, object]]:
@@ -52,3 +53,20 @@ def test_neighbours_keep_to_the_scope_rule(mem: Memory) -> None:
     packet = mem.recall("Leipzig marathon", scope="atlas", log=False, limit=10)
     assert all(i.scope in ("atlas", "global") for i in packet.items)
     assert "secret of orchard" not in {i.text for i in packet.items}
+
+
+def test_a_same_named_session_of_another_scope_is_not_a_neighbour(store_dir: Path) -> None:
+    with Memory.open(store_dir, embedder=hashing()) as mem:
+        mem.add_turns(_chat("s1", [("Ben", "did you finish the Leipzig marathon?")]),
+                      source="chat", scope="atlas")
+        mem.add_turns(_chat("s1", [("Ben", "placeholder"), ("Mira", "unrelated global note")]),
+                      source="other", scope="global")
+        both = mem.store.session_turns("s1", limit=10)
+        assert {t.scope for t in both} == {"atlas", "global"}  # both scopes hold an "s1"
+        hit = next(t for t in both if t.scope == "atlas")
+        cands = {("turn", hit.id): Candidate("turn", hit.id, "lexical", similarity=0.9,
+                                             score=1.0)}
+        found = {hit.id: hit}
+        query = mem.embedder.embed_query("Leipzig marathon")
+        mem._engine._turn_neighbours(query, cands, found, ["atlas", "global"], None, None)
+        assert list(cands) == [("turn", hit.id)]  # global "s1" turn 1 is not its neighbour

@@ -268,23 +268,23 @@ class RecallEngine:
                   and _in_time(t.timestamp or t.recorded_at, since, until)]
         new = [t for t in around if t.id not in turns]
         sims = self.store.turn_vectors(new, self.embedder.dim) if new else {}
-        by_place = {(t.session, t.turn_index): t for t in around}
+        by_place = {(t.scope, t.session, t.turn_index): t for t in around}
         for cand, hit in zip(best, hits, strict=True):
             score = cand.score * tune.neighbour_factor
             for offset in (-1, 1):
-                n = by_place.get((hit.session, hit.turn_index + offset))
+                n = by_place.get((hit.scope, hit.session, hit.turn_index + offset))
                 if n is None:
                     continue
-                old = cands.get(("turn", n.id))
-                if old is None:
+                known = cands.get(("turn", n.id))
+                if known is None:
                     turns[n.id] = n
                     vec = sims.get(n.id)
-                    old = cands[("turn", n.id)] = Candidate(
+                    cands[("turn", n.id)] = Candidate(
                         "turn", n.id, "graph",
                         similarity=float(vec @ qv) if vec is not None else 0.0,
                         score=score)
-                elif old.score < score:
-                    old.score = score
+                elif known.score < score:
+                    known.score = score
 
     def _turns_of_window(
         self, qv: np.ndarray, window: when.Window, scopes: Sequence[str], k: int,
