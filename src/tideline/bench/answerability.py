@@ -26,12 +26,12 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from tideline.bench import real
 from tideline.store import lexical
 
 CACHE = Path(tempfile.gettempdir()) / "tideline-answerability-cache.npz"
@@ -40,12 +40,6 @@ KEYWORD_TRUST = 0.6
 
 
 # --------------------------------------------------------------------------- data
-
-
-def _load(name: str) -> dict[str, Any]:
-    raw = resources.files("tideline.bench").joinpath(f"data/{name}").read_text("utf-8")
-    data: dict[str, Any] = json.loads(raw)
-    return data
 
 
 class Encoder:
@@ -175,8 +169,7 @@ class Context:
         return np.array([f["scope"] in (scope, "global") for f in self.facts])
 
 
-def build_context(enc: Encoder) -> Context:
-    facts = _load("real.json")["facts"]
+def build_context(enc: Encoder, facts: list[dict[str, Any]]) -> Context:
     texts = [f["text"] for f in facts]
     P = enc.enc(texts, False)
     Q = enc.enc(texts, True)
@@ -511,9 +504,10 @@ def main(argv: list[str] | None = None) -> None:
                         help="also report the held-out set (do this once, at the end)")
     args = parser.parse_args(argv)
     enc = Encoder(use_cache=not args.no_cache)
-    ctx = build_context(enc)
-    dev = _collect(ctx, _load("real.json")["queries"])
-    held_q = _load("real_heldout.json")["queries"]
+    data = real.load()
+    ctx = build_context(enc, data.facts)
+    dev = _collect(ctx, data.queries)
+    held_q = real.load_heldout(data.facts)
     held = _collect(ctx, held_q)
     enc.save()
     table = single_signal_table(dev, held)

@@ -217,7 +217,10 @@ class RecallEngine:
             tid: t for tid, t in self.store.get_turns([*vec, *lex]).items()
             if _in_time(t.timestamp or t.recorded_at, since, until)
         }
-        vectors = self.store.turn_vectors(list(turns.values()), self.embedder.dim)
+        # Hubness needs every candidate's vector; without it only the lexical-only ones.
+        wanted = (list(turns.values()) if self.config.recall.turn_hubness > 0
+                  else [turns[t] for t in lex if t in turns and t not in vec])
+        vectors = self.store.turn_vectors(wanted, self.embedder.dim) if wanted else {}
         for tid, v in vectors.items():
             vec.setdefault(tid, float(v @ qv))
         hubs = self._hubs(turns, vectors)
@@ -241,7 +244,7 @@ class RecallEngine:
         for tid, v in vectors.items():
             scope = turns[tid].scope
             if scope not in centroids:
-                centroids[scope] = self.vectors.index("t", scope).centroid()
+                centroids[scope] = self.vectors.centroid("t", scope)
             found = centroids[scope]
             if found is not None:
                 out[tid] = float(v @ found[0]) - found[1]

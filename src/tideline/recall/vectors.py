@@ -66,6 +66,16 @@ class VectorSpaces:
                 hits[int(key)] = float(sim)
         return hits
 
+    def centroid(self, kind: str, scope: str) -> tuple[np.ndarray, float] | None:
+        """The centroid of a space (see :meth:`VectorIndex.centroid`).
+
+        Uses the index as last synced (a search in the same recall just did that)
+        instead of asking the database again; opens and syncs it only the first time.
+        """
+        with self._lock:
+            idx = self._indexes.get(self.store.space(kind, scope))
+        return (idx if idx is not None else self.index(kind, scope)).centroid()
+
     def rebuild_all(self) -> dict[str, int]:
         """Rebuild every space's index from the database; returns sizes by space."""
         sizes: dict[str, int] = {}

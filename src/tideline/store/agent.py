@@ -17,6 +17,7 @@ from typing import Any
 
 from tideline.errors import NotFound, StoreCorrupt, from_sqlite
 from tideline.store.connection import Database
+from tideline.store.view import placeholders as _ph
 
 __all__ = ["AgentReader", "read_hermes_sessions"]
 
@@ -26,10 +27,6 @@ _TURN_COLS = ("id, session, turn_index, speaker, role, text, ts, source, message
               "recorded_at")
 # Journal kinds that never count as "something changed" for the sleep gate.
 _QUIET_KINDS = ("hook", "hook_error", "inject", "sleep", "sleep_skipped", "sleep_gate")
-
-
-def _ph(n: int) -> str:
-    return ",".join("?" * n)
 
 
 def _memory(row: Sequence[Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from tideline.errors import Conflict, NotFound
-from tideline.store.sqlite import SQLiteStore
+from tideline.store.view import NamespaceView
 
 __all__ = ["CognitionStore", "PROFILE_FACETS", "SELF_FACETS"]
 
@@ -19,12 +19,8 @@ PROFILE_FACETS = ("fact", "impression", "relationship")
 SELF_FACETS = ("fact", "terrain", "reflection")
 
 
-class CognitionStore:
+class CognitionStore(NamespaceView):
     """SQL for profiles, self-concept and threads of one namespace."""
-
-    def __init__(self, store: SQLiteStore) -> None:
-        self.store = store
-        self.ns = store.namespace
 
     # -- profiles -------------------------------------------------------------------------
 

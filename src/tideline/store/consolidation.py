@@ -24,18 +24,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tideline.store.connection import connect_readonly
+from tideline.store.view import NamespaceView
+from tideline.store.view import placeholders as _ph
 
 if TYPE_CHECKING:
     from tideline.models import MemoryRecord
-    from tideline.store.sqlite import SQLiteStore
 
 __all__ = ["ConsolidationStore", "GateView", "LockHolder", "peek_gate"]
 
 _CHUNK = 900
-
-
-def _ph(n: int) -> str:
-    return ",".join("?" * n)
 
 
 QUIET_KINDS = ("hook", "hook_error", "inject", "sleep", "sleep_skipped", "sleep_gate")
@@ -124,17 +121,12 @@ def peek_gate(directory: Path, namespace: str) -> GateView | None:
                     last_sleep=float(last) if last is not None else None)
 
 
-class ConsolidationStore:
+class ConsolidationStore(NamespaceView):
     """The sleep-side SQL of one namespace.
 
     Args:
         store: the opened SQLite store.
     """
-
-    def __init__(self, store: SQLiteStore) -> None:
-        self.store = store
-        self.db = store.db
-        self.ns = store.namespace
 
     # -- state, gate, lock ----------------------------------------------------------------
 

@@ -12,23 +12,17 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from tideline.models import MemoryRecord
-from tideline.store.sqlite import _MEMORY_COLUMNS, SQLiteStore, memory_from_row
+from tideline.store.sqlite import _MEMORY_COLUMNS, memory_from_row
+from tideline.store.view import NamespaceView
+from tideline.store.view import placeholders as _ph
 
 __all__ = ["DreamStore"]
 
 _LIVE = "status != 'superseded'"
 
 
-def _ph(n: int) -> str:
-    return ",".join("?" * n)
-
-
-class DreamStore:
+class DreamStore(NamespaceView):
     """Dream-specific SQL over one namespace of a :class:`SQLiteStore`."""
-
-    def __init__(self, store: SQLiteStore) -> None:
-        self.store = store
-        self.ns = store.namespace
 
     def _where(self, scopes: Sequence[str] | None, exclude_kinds: Sequence[str],
                alias: str = "") -> tuple[list[str], list[Any]]:

@@ -7,27 +7,21 @@ report's window (``day`` 0 is its first day; negative days are before it).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from tideline.store.sqlite import SQLiteStore
+from tideline.store.view import NamespaceView
 
 __all__ = ["ReportStore"]
 
 _DAY = 86_400.0
 
 
-class ReportStore:
+class ReportStore(NamespaceView):
     """The report's queries over one namespace.
 
     Args:
         store: the opened SQLite store.
     """
-
-    def __init__(self, store: SQLiteStore) -> None:
-        self.store = store
-        self.db = store.db
-        self.ns = store.namespace
 
     def growth(self, since: float) -> list[tuple[str, int, int]]:
         """(kind, day, memories recorded that day) — day < 0 folded into -1."""

@@ -21,6 +21,7 @@ from tideline.errors import EmbedderMismatch, NotFound
 from tideline.models import Edge, MemoryRecord, Turn
 from tideline.store import lexical
 from tideline.store.connection import Database
+from tideline.store.view import placeholders
 
 __all__ = ["SQLiteStore", "SpaceSource"]
 
@@ -111,10 +112,6 @@ def embedding_jobs(
     return jobs
 
 
-def _placeholders(n: int) -> str:
-    return ",".join("?" * n)
-
-
 class SpaceSource:
     """The vectors of one space (``m:<ns>:<scope>`` or ``t:<ns>:<scope>``) as a VectorSource."""
 
@@ -148,7 +145,7 @@ class SpaceSource:
             for start in range(0, len(keys), 900):
                 chunk = list(keys[start:start + 900])
                 rows = c.execute(
-                    f"SELECT key, v FROM vectors WHERE space = ? AND key IN ({_placeholders(len(chunk))})",  # noqa: S608,E501
+                    f"SELECT key, v FROM vectors WHERE space = ? AND key IN ({placeholders(len(chunk))})",  # noqa: S608,E501
                     (self.space, *chunk),
                 ).fetchall()
                 for key, blob in rows:
@@ -387,7 +384,7 @@ class SQLiteStore:
             chunk = wanted[start:start + 900]
             # "+namespace": look rows up by primary key, not by walking the namespace index.
             sql = (f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE +namespace = ? "  # noqa: S608
-                   f"AND id IN ({_placeholders(len(chunk))})")
+                   f"AND id IN ({placeholders(len(chunk))})")
             if c is not None:
                 rows = c.execute(sql, (self.namespace, *chunk)).fetchall()
             else:
@@ -406,7 +403,7 @@ class SQLiteStore:
         """Memories matching simple filters, newest first by default."""
         where, args = self._filters(scopes=scopes, kind=kind)
         if status:
-            where.append(f"status IN ({_placeholders(len(status))})")
+            where.append(f"status IN ({placeholders(len(status))})")
             args.extend(status)
         if min_weight is not None:
             where.append("weight > ?")
@@ -430,7 +427,7 @@ class SQLiteStore:
         where = [f"{plus}{p}namespace = ?"]
         args: list[Any] = [self.namespace]
         if scopes is not None:
-            where.append(f"{plus}{p}scope IN ({_placeholders(len(scopes))})")
+            where.append(f"{plus}{p}scope IN ({placeholders(len(scopes))})")
             args.extend(scopes)
         if kind:
             where.append(f"{p}kind = ?")
@@ -477,7 +474,7 @@ class SQLiteStore:
             if top:
                 ids = [int(r[0]) for r in top]
                 keep_sql = (f"SELECT m.id FROM memories m WHERE m.id IN "  # noqa: S608
-                            f"({_placeholders(len(ids))}) AND {' AND '.join(where)}")
+                            f"({placeholders(len(ids))}) AND {' AND '.join(where)}")
                 allowed = {int(r[0]) for r in c.execute(keep_sql, (*ids, *args)).fetchall()}
                 rows = [r for r in top if int(r[0]) in allowed][:limit]
                 if len(rows) >= limit or len(top) < fetch:
@@ -549,7 +546,7 @@ class SQLiteStore:
         self, c: sqlite3.Connection, old: int, new: int, types: Sequence[str], now: float
     ) -> None:
         """Give a new version the associative edges of the version it supersedes."""
-        ph = _placeholders(len(types))
+        ph = placeholders(len(types))
         c.execute(
             f"INSERT OR IGNORE INTO edges(src, dst, type, weight, created_at, updated_at) "  # noqa: S608
             f"SELECT ?, dst, type, weight, ?, ? FROM edges WHERE src = ? AND dst != ? "
@@ -566,11 +563,11 @@ class SQLiteStore:
         if not ids:
             return []
         idl = list(ids)[:900]
-        ph = _placeholders(len(idl))
+        ph = placeholders(len(idl))
         sql = f"SELECT src, dst, type, weight FROM edges WHERE (src IN ({ph}) OR dst IN ({ph}))"  # noqa: S608
         args: list[Any] = [*idl, *idl]
         if types:
-            sql += f" AND type IN ({_placeholders(len(types))})"
+            sql += f" AND type IN ({placeholders(len(types))})"
             args.extend(types)
         with self.db.read() as c:
             rows = c.execute(sql, args).fetchall()
@@ -633,7 +630,7 @@ class SQLiteStore:
                 chunk = wanted[start:start + 900]
                 rows = c.execute(
                     f"SELECT {_TURN_COLUMNS} FROM turns WHERE +namespace = ? "  # noqa: S608
-                    f"AND id IN ({_placeholders(len(chunk))})",
+                    f"AND id IN ({placeholders(len(chunk))})",
                     (self.namespace, *chunk),
                 ).fetchall()
                 for row in rows:
@@ -659,7 +656,7 @@ class SQLiteStore:
     ) -> list[Turn]:
         """Turns of ``scopes`` spoken in ``[start, end)`` (by their timestamp), oldest first."""
         sql = (f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? "  # noqa: S608
-               f"AND scope IN ({_placeholders(len(scopes))}) AND ts >= ? AND ts < ? "
+               f"AND scope IN ({placeholders(len(scopes))}) AND ts >= ? AND ts < ? "
                f"ORDER BY ts LIMIT ?")
         with self.db.read() as c:
             rows = c.execute(sql, (self.namespace, *scopes, start, end, limit)).fetchall()
@@ -686,7 +683,7 @@ class SQLiteStore:
         """(turn id, bm25) best first for an FTS expression on ``turns_fts``/``_tri``."""
         if table not in ("turns_fts", "turns_tri"):
             raise ValueError(table)
-        where = ["+t.namespace = ?", f"+t.scope IN ({_placeholders(len(scopes))})"]
+        where = ["+t.namespace = ?", f"+t.scope IN ({placeholders(len(scopes))})"]
         args: list[Any] = [self.namespace, *scopes]
         if since is not None:
             where.append("coalesce(t.ts, t.recorded_at) >= ?")
@@ -736,7 +733,7 @@ class SQLiteStore:
         sql = "SELECT id, ts, kind, memory_id, data FROM events WHERE namespace = ?"
         args: list[Any] = [self.namespace]
         if kinds:
-            sql += f" AND kind IN ({_placeholders(len(kinds))})"
+            sql += f" AND kind IN ({placeholders(len(kinds))})"
             args.extend(kinds)
         if since is not None:
             sql += " AND ts >= ?"

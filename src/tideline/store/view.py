@@ -1,0 +1,29 @@
+"""What every per-topic SQL helper over one namespace of a store shares (no heavy imports:
+the lean ``tideline sleep`` path uses it)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tideline.store.sqlite import SQLiteStore
+
+__all__ = ["NamespaceView", "placeholders"]
+
+
+def placeholders(n: int) -> str:
+    """``?,?,…`` for an ``IN (…)`` list of ``n`` values."""
+    return ",".join("?" * n)
+
+
+class NamespaceView:
+    """SQL over one namespace of an opened :class:`SQLiteStore`.
+
+    Args:
+        store: the opened SQLite store.
+    """
+
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store = store
+        self.db = store.db
+        self.ns = store.namespace
