@@ -36,12 +36,8 @@ DetectedScope = Annotated[str | None, typer.Option(
 def _open(store: Path | None, namespace: str | None, embedder: str | None,
           scope: str | None) -> Memory:
     from tideline.memory import Memory
-    from tideline.project import detect_project
 
-    info = detect_project(explicit=scope)
-    mem = Memory.open(store, namespace=namespace, embedder=embedder, project=info.name)
-    mem.use_project(info)
-    return mem
+    return Memory.open(store, namespace=namespace, embedder=embedder, project=scope)
 
 
 # -- serve --------------------------------------------------------------------------------
@@ -233,6 +229,10 @@ def uninstall_hermes_cmd(hermes_home: HermesHome = None, dry_run: DryRun = False
 
 # -- import -------------------------------------------------------------------------------
 
+ImportScope = Annotated[str | None, typer.Option(
+    "--scope", help="Project scope for every imported turn, or 'global' (default: each "
+                    "line's own directory by the project rules — $TIDELINE_PROJECT, else "
+                    "its git work tree, else the directory's name).")]
 ToolResults = Annotated[bool, typer.Option("--tool-results", help="Also keep tool results "
                                            "(shortened).")]
 
@@ -251,7 +251,7 @@ def import_claude_cmd(
     paths: Annotated[list[Path] | None, typer.Argument(
         help="Transcripts or directories (default: ~/.claude/projects).")] = None,
     tool_results: ToolResults = False,
-    store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
+    store: StoreOpt = None, namespace: NsOpt = None, scope: ImportScope = None,
     embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Import Claude Code transcripts (message uuid = id, original timestamps kept)."""
@@ -275,7 +275,7 @@ def import_hermes_cmd(
              "(default: $HERMES_HOME or ~/.hermes).")] = None,
     session: Annotated[str | None, typer.Option(help="Only this session (id or prefix).")] = None,
     tool_results: ToolResults = False,
-    store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
+    store: StoreOpt = None, namespace: NsOpt = None, scope: ImportScope = None,
     embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Import Hermes Agent sessions (idempotent; live-captured turns are not duplicated)."""

@@ -217,7 +217,7 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
                 structured = gesture is not None
                 res_w = mem.write(
                     content, context=context, cognition_direction=cognition_direction,
-                    kind=kind or ("narrative" if structured else "fact"), scope=where,
+                    kind=kind or ("narrative" if structured else "fact"), scope=scope,
                     tags=tags, entities_role=entities_role, related_entities=related_entities,
                     source_links=links or None, importance=importance, emotional=emotional,
                     recurrence=recurrence, unresolved=unresolved, event_time=event_time,

@@ -281,7 +281,7 @@ class TidelineMemoryProvider(_Base):  # type: ignore[misc]
                 if tool_name == "tideline_memorize":
                     res = mem.remember(str(args.get("text", "")),
                                        kind=str(args.get("kind") or "fact"),
-                                       scope=args.get("scope") or mem.project,
+                                       scope=args.get("scope") or None,
                                        importance=int(args.get("importance") or 3),
                                        source="hermes")
                     return json.dumps(res.to_dict())
