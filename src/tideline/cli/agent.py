@@ -56,14 +56,26 @@ def serve(
     path: Annotated[str, typer.Option(help="HTTP: endpoint path.")] = "/mcp",
     store: StoreOpt = None, namespace: NsOpt = None, scope: DetectedScope = None,
     embedder: EmbOpt = None,
+    agent_name: Annotated[str | None, typer.Option(
+        "--agent-name", help="Whose memory this is, shown in the tool descriptions and the "
+                             "brief (default $TIDELINE_AGENT_NAME; the seed's AGENT_NAME).")
+    ] = None,
 ) -> None:
     """Run the MCP server (stdio by default; --http for streamable HTTP)."""
+    import dataclasses
+
     from tideline.mcp.http import check_binding, serve_http, serve_stdio
     from tideline.mcp.server import build_server
 
     if http:
         check_binding(host, token)
     mem = _open(store, namespace, embedder, scope)
+    if agent_name is not None:
+        try:
+            mem.config = dataclasses.replace(mem.config, agent_name=agent_name)
+        except Exception:
+            mem.close()
+            raise
     try:
         server = build_server(mem)
         if http:
