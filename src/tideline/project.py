@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -67,8 +68,10 @@ class ProjectInfo:
 
 
 def _safe(name: str) -> str | None:
-    cleaned = _UNSAFE.sub("-", name.strip()).strip(" -.")
-    cleaned = cleaned[:_MAX_NAME].rstrip(" -.")
+    # NFC before and after: the store keeps names NFC, and a detected name must be the
+    # very scope the store files things under (a compatibility ideograph is one case).
+    cleaned = _UNSAFE.sub("-", unicodedata.normalize("NFC", name).strip()).strip(" -.")
+    cleaned = unicodedata.normalize("NFC", cleaned[:_MAX_NAME]).rstrip(" -.")
     if not cleaned or not (cleaned[0].isalnum() or cleaned[0] == "_"):
         return None
     return cleaned
