@@ -32,8 +32,12 @@ def store_dir(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def mem(store_dir: Path) -> Iterator[Memory]:
-    """An opened memory on a real SQLite file with the hashing embedder."""
-    m = Memory.open(store_dir, embedder=hashing())
+    """An opened memory on a real SQLite file with the hashing embedder, in no project.
+
+    (Without ``project="global"`` the project would be detected from pytest's working
+    directory — this checkout's name — which no test should depend on.)
+    """
+    m = Memory.open(store_dir, embedder=hashing(), project="global")
     try:
         yield m
     finally:

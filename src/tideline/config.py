@@ -184,6 +184,14 @@ class Config:
         busy_timeout_ms: SQLite busy timeout per attempt.
         busy_retries: bounded retries (with jitter) after the timeout.
         backups_keep: backups kept by sleep (0 disables).
+        write_retry_window_s: a write whose content matches an earlier one (same scope,
+            kind, text and source) within this many seconds is a retry and replays the
+            first outcome; later the same content is a restatement and goes through the
+            novelty gate (it potentiates). An explicit idempotency key replays for good.
+            ``$TIDELINE_WRITE_RETRY_WINDOW_S``.
+        agent_name: whose memory this is, shown in the MCP tool descriptions, the
+            session brief and the Hermes tools ("" names no one). The Tideline seed
+            calls it ``AGENT_NAME``; here ``$TIDELINE_AGENT_NAME``.
     """
 
     home: Path = field(default_factory=default_home)
@@ -194,6 +202,8 @@ class Config:
     busy_timeout_ms: int = 5_000
     busy_retries: int = 6
     backups_keep: int = 10
+    write_retry_window_s: float = 600.0
+    agent_name: str = ""
     caps: Caps = field(default_factory=Caps)
     recall: RecallTuning = field(default_factory=RecallTuning)
     dynamics: Dynamics = field(default_factory=Dynamics)
@@ -224,6 +234,11 @@ class Config:
             values["embed_model"] = env["TIDELINE_EMBED_MODEL"]
         if env.get("TIDELINE_BACKUPS_KEEP"):
             values["backups_keep"] = _int(env["TIDELINE_BACKUPS_KEEP"], "TIDELINE_BACKUPS_KEEP")
+        if env.get("TIDELINE_WRITE_RETRY_WINDOW_S"):
+            values["write_retry_window_s"] = _float(env["TIDELINE_WRITE_RETRY_WINDOW_S"],
+                                                    "TIDELINE_WRITE_RETRY_WINDOW_S")
+        if env.get("TIDELINE_AGENT_NAME"):
+            values["agent_name"] = env["TIDELINE_AGENT_NAME"]
         known = {f.name for f in dataclasses.fields(cls)}
         for key, value in overrides.items():
             if key not in known:
@@ -233,6 +248,28 @@ class Config:
         if "home" in values:
             values["home"] = Path(values["home"]).expanduser()
         return cls(**values)
+
+    def __post_init__(self) -> None:
+        window = self.write_retry_window_s
+        if isinstance(window, bool) or not isinstance(window, int | float) or not (
+            float(window) >= 0.0
+        ):
+            raise InvalidInput(f"write_retry_window_s must be a number of seconds >= 0, "
+                               f"got {window!r}")
+        if not isinstance(self.agent_name, str):
+            raise InvalidInput(f"agent_name must be text, got {self.agent_name!r}")
+        name = " ".join(self.agent_name.split())
+        if len(name) > 80 or any(not ch.isprintable() for ch in name):
+            raise InvalidInput("agent_name must be at most 80 printable characters")
+        # A name is shown to models in tool descriptions: one line, no surrounding space.
+        object.__setattr__(self, "agent_name", name)
+
+
+def _float(raw: str, name: str) -> float:
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise InvalidInput(f"{name} must be a number of seconds, got {raw!r}") from exc
 
 
 def _int(raw: str, name: str) -> int:

@@ -42,7 +42,12 @@ from tideline.write.validate import (
     parse_time,
 )
 
-__all__ = ["ImportResult", "Memory", "parse_time"]
+__all__ = ["GLOBAL_KINDS", "ImportResult", "Memory", "parse_time"]
+
+#: Kinds that hold everywhere: a write of one of them with no scope goes to ``global``,
+#: not to the detected project (who the user is and what they like does not change from
+#: one repository to the next). Self-concept and profiles are not scoped at all.
+GLOBAL_KINDS = ("preference", "identity")
 
 Progress = Callable[[int, int], None]
 
@@ -86,8 +91,10 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             namespace: a fully separate memory inside the directory.
             embedder: ``e5`` (default for new stores), ``hashing``, ``http`` or an instance;
                 when omitted, an existing store opens with the embedder it was built with.
-            project: the current project (recall sees it plus ``global``);
-                default ``$TIDELINE_PROJECT``.
+            project: the current project (recall sees it plus ``global``; writes go
+                to it); ``global`` for none. Default: detected by the project rules
+                (:func:`tideline.project.detect_project`: ``$TIDELINE_PROJECT``, the
+                client's project directory, the git work tree, the directory).
             config: a full config; the other arguments override it.
 
         Returns:
@@ -117,10 +124,14 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             instance = make_embedder(cfg.embedder, url=cfg.embed_url, model=cfg.embed_model)
         else:
             instance = embedder
-        proj = project if project is not None else os.environ.get("TIDELINE_PROJECT") or None
-        if proj is not None:
-            proj = clean_name(proj, "project", cfg.caps)
-        return cls(cfg, instance, project=proj)
+        from tideline.project import detect_project
+
+        if project is not None:
+            clean_name(project, "project", cfg.caps)
+        info = detect_project(explicit=project)
+        mem = cls(cfg, instance)
+        mem.use_project(info)
+        return mem
 
     def __enter__(self) -> Memory:
         return self
@@ -135,9 +146,13 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
 
     # -- scopes ---------------------------------------------------------------------------
 
-    def _scope(self, scope: str | None, *, write: bool) -> str:
+    def _scope(self, scope: str | None, *, write: bool, kind: str | None = None) -> str:
         if scope is None:
-            return "global" if write else (self.project or "global")
+            # One rule for every surface: reads and writes default to the current
+            # project, except the kinds that hold everywhere.
+            if write and kind in GLOBAL_KINDS:
+                return "global"
+            return self.project or "global"
         return clean_name(scope, "scope", self.config.caps)
 
     def _scopes(self, scope: str | None) -> tuple[str, list[str]]:
@@ -158,19 +173,27 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         importance: int = 3,
         idempotency_key: str | None = None,
         source: str = "api",
+        emotional: int = 1,
+        recurrence: int = 1,
+        unresolved: int = 1,
     ) -> WriteResult:
         """Store free text as a minimal memory (the text becomes the gesture).
 
         Args:
             text: what to remember.
-            scope: ``global`` (default) or a project name.
+            scope: a project name or ``global`` (default: the current project, or
+                ``global`` for the kinds in :data:`GLOBAL_KINDS`).
             kind: fact, episode, preference, decision, narrative, …
             tags: labels, merged on potentiation.
             source_links: raw-turn ids this memory came from.
             event_time: when it happened (epoch, ISO text or datetime), if known.
             importance: 1–5.
-            idempotency_key: makes a retried write a no-op.
+            idempotency_key: makes a retried write a no-op (for good; without a key,
+                the same content again is a replay only within the retry window).
             source: where the write came from.
+            emotional: 1–5.
+            recurrence: 1–5.
+            unresolved: 1–5.
 
         Returns:
             The novelty gate's decision (``new``, ``potentiate`` or ``link``) and the id.
@@ -180,7 +203,8 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             InputTooLarge: a field is over its cap.
         """
         return self.write(text, scope=scope, kind=kind, tags=tags, source_links=source_links,
-                          event_time=event_time, importance=importance,
+                          event_time=event_time, importance=importance, emotional=emotional,
+                          recurrence=recurrence, unresolved=unresolved,
                           idempotency_key=idempotency_key, source=source)
 
     def write(
@@ -210,7 +234,8 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             context: the setting.
             cognition_direction: where thinking went.
             kind: fact, episode, preference, decision, narrative, dream, reflection, …
-            scope: ``global`` (default) or a project name.
+            scope: a project name or ``global`` (default: the current project, or
+                ``global`` for the kinds in :data:`GLOBAL_KINDS`).
             tags: labels.
             entities_role: who did what, e.g. ``A=判断+执行; B=审查``.
             related_entities: names involved.
@@ -220,7 +245,9 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             recurrence: 1–5.
             unresolved: 1–5.
             event_time: when it happened, if known.
-            idempotency_key: makes a retried write a no-op.
+            idempotency_key: makes a retried write a no-op (for good; without a key,
+                the same content again is a replay only within
+                ``config.write_retry_window_s``, later it goes through the gate).
             source: where the write came from.
 
         Returns:
@@ -258,7 +285,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
                 raise InvalidInput(f"source_links name unknown turn ids: {unknown[:5]}")
         return MemoryRecord(
             id=0,
-            scope=self._scope(f["scope"], write=True),
+            scope=self._scope(f["scope"], write=True, kind=kind),
             kind=kind,
             gesture=clean_text(f["gesture"], "gesture", caps.gesture_chars, required=True),
             context=clean_text(f["context"], "context", caps.field_chars),
@@ -293,7 +320,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
 
         Args:
             turns: the turns, in conversation order.
-            scope: the project they belong to (``global`` by default).
+            scope: the project they belong to (default: the current project).
             source: the system they came from (claude, hermes, jsonl, api…).
             session: default session id for turns that carry none.
             progress: called with (done, total) while embedding.
@@ -502,6 +529,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             "namespace": self.config.namespace,
             "project": self.project,
             "project_rule": self.project_info.rule,
+            "project_detection": self.project_info.to_dict(),
             "scopes": self.store.scopes(),
             "embedder": {"name": self.embedder.name, "marker": self.embedder.marker,
                          "dim": self.embedder.dim,

@@ -74,8 +74,8 @@ def _signals(embedder: Embedder, floor: float) -> tuple[np.ndarray, np.ndarray, 
     rows: list[tuple[bool, float, float]] = []
     try:
         embedder.profile = probe  # type: ignore[misc]
-        with tempfile.TemporaryDirectory() as tmp, Memory.open(Path(tmp), embedder=embedder) \
-                as mem:
+        with tempfile.TemporaryDirectory() as tmp, \
+                Memory.open(Path(tmp), embedder=embedder, project="global") as mem:
             for f in data.facts:
                 mem.remember(f["text"], scope=f["scope"], idempotency_key=f["id"])
             for q in data.queries:

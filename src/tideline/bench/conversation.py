@@ -282,7 +282,7 @@ def run(
     for conv in convs:
         turns = turn_rows(conv)
         with tempfile.TemporaryDirectory(prefix="tideline-conv-") as tmp:
-            with Memory.open(Path(tmp) / "store", embedder=embedder) as mem:
+            with Memory.open(Path(tmp) / "store", embedder=embedder, project="global") as mem:
                 t0 = time.perf_counter()
                 result = mem.add_turns(turns, source=SOURCE)
                 import_s = time.perf_counter() - t0

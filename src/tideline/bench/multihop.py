@@ -156,7 +156,7 @@ def run(chains: int = 200, distractors: int = 2000, embedder: str = "hashing",
             cfg = dataclasses.replace(cfg, recall=dataclasses.replace(cfg.recall,
                                                                       graph_decay=graph_decay))
         emb = make_embedder(embedder)
-        with Memory.open(config=cfg, embedder=emb) as mem:
+        with Memory.open(config=cfg, embedder=emb, project="global") as mem:
             t0 = time.perf_counter()
             flat = _load(mem, [f for c in all_chains for f in c.facts()] +
                          [f.text for f in facts])

@@ -189,7 +189,7 @@ def _run_pipeline(
 ) -> tuple[dict[str, int], int, dict[str, Any]]:
     """Write every fact into a fresh store, then ask ``queries``."""
     with tempfile.TemporaryDirectory(prefix="tideline-real-") as tmp:
-        with Memory.open(Path(tmp) / "s", embedder=embedder) as mem:
+        with Memory.open(Path(tmp) / "s", embedder=embedder, project="global") as mem:
             decisions: dict[str, int] = {}
             mem_of: dict[str, int] = {}
             owner: dict[int, str] = {}

@@ -83,7 +83,7 @@ def run_size(n: int, queries: int, embedder: str, *, gated_sample: int = 1_000,
         cfg = Config.load(home=base / "store", embedder=embedder)
         emb = make_embedder(embedder)
         manifest = base / "loaded.json"
-        with Memory.open(cfg.home, embedder=emb, config=cfg) as mem:
+        with Memory.open(cfg.home, embedder=emb, config=cfg, project="global") as mem:
             reused = manifest.exists()
             if reused:
                 loaded = json.loads(manifest.read_text())
@@ -111,7 +111,7 @@ def run_size(n: int, queries: int, embedder: str, *, gated_sample: int = 1_000,
 
 def _gated_throughput(home: Path, emb: Any, facts: list[Fact]) -> dict[str, Any]:
     decisions: dict[str, int] = {}
-    with Memory.open(home, embedder=emb) as mem:
+    with Memory.open(home, embedder=emb, project="global") as mem:
         start = time.perf_counter()
         for f in facts:
             res = mem.remember(f.text)

@@ -81,7 +81,7 @@ def build_store(home: Path, n: int, turns: int, recalls: int, seed: int = 7,
     cfg = Config.load(home=home, embedder="hashing")
     now = time.time()
     t0 = time.perf_counter()
-    with Memory.open(config=cfg, embedder=emb) as mem:
+    with Memory.open(config=cfg, embedder=emb, project="global") as mem:
         sessions = max(1, turns // 40)
         rows = []
         for i in range(turns):
@@ -158,7 +158,7 @@ def run(n: int, turns: int, recalls: int, seed: int = 7, home: Path | None = Non
         root = home or Path(tmp) / "store"
         load = build_store(root, n, turns, recalls, seed)
         rng = random.Random(seed + 1)
-        with Memory.open(root, embedder=HashingEmbedder()) as mem:
+        with Memory.open(root, embedder=HashingEmbedder(), project="global") as mem:
             t = time.perf_counter()
             full = mem.sleep(force=True)
             full_s = time.perf_counter() - t

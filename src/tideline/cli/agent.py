@@ -36,12 +36,8 @@ DetectedScope = Annotated[str | None, typer.Option(
 def _open(store: Path | None, namespace: str | None, embedder: str | None,
           scope: str | None) -> Memory:
     from tideline.memory import Memory
-    from tideline.project import detect_project
 
-    info = detect_project(explicit=scope)
-    mem = Memory.open(store, namespace=namespace, embedder=embedder, project=info.name)
-    mem.use_project(info)
-    return mem
+    return Memory.open(store, namespace=namespace, embedder=embedder, project=scope)
 
 
 # -- serve --------------------------------------------------------------------------------
@@ -60,14 +56,26 @@ def serve(
     path: Annotated[str, typer.Option(help="HTTP: endpoint path.")] = "/mcp",
     store: StoreOpt = None, namespace: NsOpt = None, scope: DetectedScope = None,
     embedder: EmbOpt = None,
+    agent_name: Annotated[str | None, typer.Option(
+        "--agent-name", help="Whose memory this is, shown in the tool descriptions and the "
+                             "brief (default $TIDELINE_AGENT_NAME; the seed's AGENT_NAME).")
+    ] = None,
 ) -> None:
     """Run the MCP server (stdio by default; --http for streamable HTTP)."""
+    import dataclasses
+
     from tideline.mcp.http import check_binding, serve_http, serve_stdio
     from tideline.mcp.server import build_server
 
     if http:
         check_binding(host, token)
     mem = _open(store, namespace, embedder, scope)
+    if agent_name is not None:
+        try:
+            mem.config = dataclasses.replace(mem.config, agent_name=agent_name)
+        except Exception:
+            mem.close()
+            raise
     try:
         server = build_server(mem)
         if http:
@@ -233,6 +241,10 @@ def uninstall_hermes_cmd(hermes_home: HermesHome = None, dry_run: DryRun = False
 
 # -- import -------------------------------------------------------------------------------
 
+ImportScope = Annotated[str | None, typer.Option(
+    "--scope", help="Project scope for every imported turn, or 'global' (default: each "
+                    "line's own directory by the project rules — $TIDELINE_PROJECT, else "
+                    "its git work tree, else the directory's name).")]
 ToolResults = Annotated[bool, typer.Option("--tool-results", help="Also keep tool results "
                                            "(shortened).")]
 
@@ -251,7 +263,7 @@ def import_claude_cmd(
     paths: Annotated[list[Path] | None, typer.Argument(
         help="Transcripts or directories (default: ~/.claude/projects).")] = None,
     tool_results: ToolResults = False,
-    store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
+    store: StoreOpt = None, namespace: NsOpt = None, scope: ImportScope = None,
     embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Import Claude Code transcripts (message uuid = id, original timestamps kept)."""
@@ -275,7 +287,7 @@ def import_hermes_cmd(
              "(default: $HERMES_HOME or ~/.hermes).")] = None,
     session: Annotated[str | None, typer.Option(help="Only this session (id or prefix).")] = None,
     tool_results: ToolResults = False,
-    store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
+    store: StoreOpt = None, namespace: NsOpt = None, scope: ImportScope = None,
     embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Import Hermes Agent sessions (idempotent; live-captured turns are not duplicated)."""

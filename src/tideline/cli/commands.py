@@ -18,10 +18,25 @@ if TYPE_CHECKING:
 StoreOpt = Annotated[Path | None, typer.Option("--store", help="Store directory "
                                                "(default $TIDELINE_HOME or ~/.tideline).")]
 NsOpt = Annotated[str | None, typer.Option("--namespace", help="A separate memory in the store.")]
-ScopeOpt = Annotated[str | None, typer.Option("--scope", help="Project scope (default: global "
-                                              "for writes; $TIDELINE_PROJECT for recall).")]
+ScopeOpt = Annotated[str | None, typer.Option("--scope", help="Project scope, or 'global' "
+                                              "(default: the detected project — "
+                                              "$TIDELINE_PROJECT, the client's project dir, "
+                                              "the git work tree, the directory; writes of "
+                                              "preference/identity default to global).")]
 EmbOpt = Annotated[str | None, typer.Option("--embedder", help="e5 (default), hashing or http.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+# weight = (0.35·importance + 0.25·emotional + 0.25·recurrence + 0.15·unresolved − 1) / 4
+ImportanceOpt = Annotated[int, typer.Option(help="1–5: how much it matters (weight share "
+                                            "0.35).")]
+EmotionalOpt = Annotated[int, typer.Option(help="1–5: emotional charge (weight share 0.25).")]
+RecurrenceOpt = Annotated[int, typer.Option(help="1–5: how often it comes up (weight share "
+                                            "0.25).")]
+UnresolvedOpt = Annotated[int, typer.Option(help="1–5: how open it still is (weight share "
+                                            "0.15).")]
+KeyOpt = Annotated[str | None, typer.Option("--key", help="Idempotency key: the same key "
+                                            "again is a no-op, however late (without one, "
+                                            "the same text is a replay only within "
+                                            "$TIDELINE_WRITE_RETRY_WINDOW_S).")]
 
 
 @contextlib.contextmanager
@@ -75,15 +90,19 @@ def remember(
     text: Annotated[str, typer.Argument(help="What to remember.")],
     kind: Annotated[str, typer.Option(help="fact, preference, decision, episode, …")] = "fact",
     tag: Annotated[list[str] | None, typer.Option("--tag", help="A tag (repeatable).")] = None,
-    importance: Annotated[int, typer.Option(help="1–5.")] = 3,
+    importance: ImportanceOpt = 3,
+    emotional: EmotionalOpt = 1,
+    recurrence: RecurrenceOpt = 1,
+    unresolved: UnresolvedOpt = 1,
     event_time: Annotated[str | None, typer.Option("--event-time", help="ISO time.")] = None,
-    key: Annotated[str | None, typer.Option("--key", help="Idempotency key.")] = None,
+    key: KeyOpt = None,
     store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
     embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Remember free text (novelty-gated: new, link or potentiate)."""
     with opened(store, namespace, embedder) as mem:
         res = mem.remember(text, scope=scope, kind=kind, tags=tag, importance=importance,
+                           emotional=emotional, recurrence=recurrence, unresolved=unresolved,
                            event_time=event_time, idempotency_key=key, source="cli")
     emit(res.to_dict(), as_json, lambda: _write_line(res.to_dict()))
 
@@ -99,12 +118,12 @@ def write(
     entities_role: Annotated[str, typer.Option("--entities-role")] = "",
     entity: Annotated[list[str] | None, typer.Option("--entity", help="Related entity.")] = None,
     link: Annotated[list[int] | None, typer.Option("--link", help="Source turn id.")] = None,
-    importance: Annotated[int, typer.Option()] = 3,
-    emotional: Annotated[int, typer.Option()] = 1,
-    recurrence: Annotated[int, typer.Option()] = 1,
-    unresolved: Annotated[int, typer.Option()] = 1,
+    importance: ImportanceOpt = 3,
+    emotional: EmotionalOpt = 1,
+    recurrence: RecurrenceOpt = 1,
+    unresolved: UnresolvedOpt = 1,
     event_time: Annotated[str | None, typer.Option("--event-time")] = None,
-    key: Annotated[str | None, typer.Option("--key", help="Idempotency key.")] = None,
+    key: KeyOpt = None,
     store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
     embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:

@@ -1,7 +1,8 @@
 """``python -m tideline.demo``: Tideline's main job, end to end, on a temporary store.
 
 Imports a small multilingual conversation as raw texture, writes free-text and
-structured memories (showing the novelty gate's potentiate and link decisions),
+structured memories (showing the novelty gate's potentiate and link decisions, and
+that a retry replays while the same fact stated again later is reinforced),
 recalls across two projects and ``global`` (showing an abstention), and follows
 a memory's source_links back to the raw turns.
 """
@@ -46,6 +47,26 @@ def _show(packet: RecallPacket, title: str) -> None:
     console.print(table)
 
 
+def _restate(mem: Memory, text: str) -> None:
+    """A retry replays; the same fact stated again later potentiates (spaced reinforcement)."""
+    retry = mem.remember(text, kind="preference", source="demo")
+    before = mem.get(retry.id).reinforcements
+    console.print(f"remember {text!r} again at once → [bold]{retry.decision}[/bold] "
+                  f"#{retry.id} replayed={retry.replayed} (a retry: nothing changes)")
+    window = mem.config.write_retry_window_s
+    real_clock = mem._writer.clock
+    # Instead of waiting out the retry window, the demo moves the write path's clock.
+    mem._writer.clock = lambda: real_clock() + window + 3600.0
+    try:
+        later = mem.remember(text, kind="preference", source="demo")
+    finally:
+        mem._writer.clock = real_clock
+    after = mem.get(later.id).reinforcements
+    console.print(f"remember {text!r} an hour after the {window:.0f} s retry window → "
+                  f"[bold]{later.decision}[/bold] #{later.id} replayed={later.replayed}, "
+                  f"reinforcements {before} → {after}")
+
+
 def main() -> None:
     """Run the demo."""
     with tempfile.TemporaryDirectory(prefix="tideline-demo-") as tmp:
@@ -78,6 +99,7 @@ def main() -> None:
                 wrote = mem.remember(text, kind="preference", source="demo")
                 console.print(f"remember {text!r} → [bold]{wrote.decision}[/bold] #{wrote.id}"
                               f" (cos {wrote.similarity:.2f})")
+            _restate(mem, "Mira is vegetarian.")
             wrote = mem.write(
                 "Atlas nightly load kept failing with psycopg2.OperationalError; we chose to "
                 "open the database connection only after the Oracle extract (ATL-5542).",

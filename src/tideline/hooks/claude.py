@@ -153,7 +153,8 @@ def _session_start(run: _Run) -> HookOutcome:
     # After a compaction the current session's own texture is what was lost: allow it in T2b.
     exclude = None if source == "compact" else (run.session or None)
     result = build_brief(run.reader, info=run.info, identity=read_identity(run.config.home),
-                         tuning=InjectTuning.load(), session=exclude)
+                         tuning=InjectTuning.load(), session=exclude,
+                         agent=run.config.agent_name)
     run.journal("inject", {"kind": "brief", "source": source, "tokens": result.tokens,
                            "tier_tokens": result.tier_tokens, "rule": run.info.rule})
     summary: dict[str, Any] = {"tokens": result.tokens, "tier_tokens": result.tier_tokens}

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tideline.errors import InputTooLarge, InvalidInput, NotFound
-from tideline.project import project_name_for
+from tideline.project import project_for_directory
 from tideline.write.validate import parse_time
 
 __all__ = ["ClaudeTranscript", "claude_projects_dir", "find_transcripts", "parse_transcript"]
@@ -144,7 +144,8 @@ def parse_transcript(path: str | Path, *, scope: str | None = None,
 
     Args:
         path: the ``.jsonl`` file.
-        scope: the project for every turn (default: named after each line's ``cwd``).
+        scope: the project for every turn (default: each line's ``cwd`` by the project
+            rules, :func:`tideline.project.project_for_directory`).
         tool_results: keep tool results (shortened) as turns of their own.
 
     Returns:
@@ -206,7 +207,9 @@ def parse_transcript(path: str | Path, *, scope: str | None = None,
             turn_scope: str | None = scope
         else:
             if cwd not in scopes:
-                scopes[cwd] = project_name_for(cwd) if cwd else None
+                # A line names the directory it was written in: that decides its project
+                # (the home directory or / → global), as the hooks would have.
+                scopes[cwd] = (project_for_directory(cwd).name or "global") if cwd else None
             turn_scope = scopes[cwd]
         try:
             when = parse_time(obj.get("timestamp"), "timestamp")

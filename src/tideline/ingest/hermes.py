@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from tideline.errors import InvalidInput, NotFound
-from tideline.project import project_name_for
+from tideline.project import project_for_directory
 from tideline.store.agent import read_hermes_sessions
 from tideline.write.validate import parse_time
 
@@ -129,7 +129,8 @@ def hermes_turns(sessions: Iterable[dict[str, Any]], *, scope: str | None = None
             out.skipped["no_session_id"] += 1
             continue
         where = sess.get("git_repo_root") or sess.get("cwd") or ""
-        turn_scope = scope if scope is not None else (project_name_for(where) if where else None)
+        turn_scope = scope if scope is not None else (
+            (project_for_directory(where).name or "global") if where else None)
         index = 0
         for msg in sess.get("messages") or []:
             if not isinstance(msg, dict):

@@ -32,10 +32,13 @@ def scopes_for(project: str | None) -> list[str]:
 
 
 def tier_t0(reader: AgentReader, scopes: Sequence[str], info: ProjectInfo,
-            identity: IdentityDoc | None, tuning: InjectTuning) -> TierBlock:
-    """T0 identity anchor: the identity file, the self-concept and a snapshot."""
+            identity: IdentityDoc | None, tuning: InjectTuning, agent: str = "") -> TierBlock:
+    """T0 identity anchor: whose memory it is, the identity file, the self-concept, a snapshot."""
     lines: list[str] = []
     items: list[dict[str, Any]] = []
+    if agent:
+        lines.append(f"This is the long-term memory of {agent} (you).")
+        items.append({"type": "agent", "name": agent})
     if identity is not None and identity.text:
         body = clip_text(identity.text, tuning.t0_identity_tokens)
         lines.append(f"Identity ({identity.path.name}):")
@@ -61,12 +64,35 @@ def tier_t0(reader: AgentReader, scopes: Sequence[str], info: ProjectInfo,
 
 
 def tier_t2(reader: AgentReader, scopes: Sequence[str], tuning: InjectTuning) -> TierBlock:
-    """T2 prefetch cache: the high-weight pool (weight above the floor, top N)."""
+    """T2 prefetch cache: the high-weight pool, topped up from the top of the store.
+
+    Memories above ``t2_min_weight`` come first (at most ``t2_top``: the seed's pool).
+    While fewer than ``t2_top`` pass it, the store's next highest-weight memories fill
+    T2 up to ``t2_fill`` — the threshold is absolute, a young store's weights are not
+    yet high, and its brief should still carry what it holds.
+    """
     rows = reader.high_weight(scopes, tuning.t2_min_weight, tuning.t2_top)
+    pools = ["threshold"] * len(rows)
+    if len(rows) < tuning.t2_top and len(rows) < tuning.t2_fill:
+        taken = {r["id"] for r in rows}
+        # weight > -1 admits every live memory: the ranking alone decides.
+        for r in reader.high_weight(scopes, -1.0, tuning.t2_fill):
+            if len(rows) >= tuning.t2_fill:
+                break
+            if r["id"] not in taken:
+                rows.append(r)
+                pools.append("relative")
     lines = tuple(memory_line(r, tuning.item_chars) for r in rows)
     items = tuple({"type": "memory", "id": r["id"], "weight": r["weight"], "scope": r["scope"],
-                   "kind": r["kind"], "source_links": r["source_links"]} for r in rows)
-    note = "" if rows else f"no memory above weight {tuning.t2_min_weight:g}"
+                   "kind": r["kind"], "source_links": r["source_links"], "pool": pool}
+                  for r, pool in zip(rows, pools, strict=True))
+    if not rows:
+        note = "no memory yet"
+    elif "relative" in pools:
+        note = (f"{pools.count('threshold')} above weight {tuning.t2_min_weight:g}; "
+                f"{pools.count('relative')} more from the top of the store")
+    else:
+        note = ""
     return TierBlock("T2", lines, items, note=note)
 
 
@@ -125,7 +151,7 @@ def tier_t3(reader: AgentReader, scopes: Sequence[str], tuning: InjectTuning) ->
 def build_brief(
     reader: AgentReader, *, info: ProjectInfo, identity: IdentityDoc | None,
     tuning: InjectTuning, budget: int | None = None, session: str | None = None,
-    tiers: Sequence[str] = BRIEF_TIERS,
+    tiers: Sequence[str] = BRIEF_TIERS, agent: str = "",
 ) -> InjectResult:
     """Build the session brief (T0/T2/T2b/T3) within a token budget.
 
@@ -137,6 +163,7 @@ def build_brief(
         budget: token budget (default ``tuning.brief_tokens``).
         session: the session being started (left out of T2b).
         tiers: which of T0, T2, T2b, T3 to build.
+        agent: the agent's name (``Config.agent_name``), named in T0 and the fence.
 
     Returns:
         The fenced block and per-tier token counts.
@@ -148,7 +175,7 @@ def build_brief(
         if name not in tiers:
             continue
         if name == "T0":
-            blocks.append(tier_t0(reader, scopes, info, identity, tuning))
+            blocks.append(tier_t0(reader, scopes, info, identity, tuning, agent))
         elif name == "T2":
             blocks.append(tier_t2(reader, scopes, tuning))
         elif name == "T2b":
@@ -156,7 +183,8 @@ def build_brief(
         else:
             blocks.append(tier_t3(reader, scopes, tuning))
     text, fitted = assemble("brief", blocks, limit, BRIEF_SHARES,
-                            {"project": info.name or "global", "source": "tideline"})
+                            {"project": info.name or "global", "source": "tideline",
+                             "agent": agent or None})
     return InjectResult(kind="brief", text=text, tiers=fitted,
                         tokens=estimate_tokens(text), budget=limit, project=info.name,
                         rule=info.rule, session=session)

@@ -132,7 +132,7 @@ class InjectMixin:
             raise InvalidInput("budget must not be negative")
         return build_brief(self._agent, info=self._info_for(scope), identity=self.identity(),
                            tuning=self.inject_tuning, budget=budget, session=session,
-                           tiers=tiers)
+                           tiers=tiers, agent=self._mem().config.agent_name)
 
     def inject_prefetch(
         self, query: str, *, session: str | None = None, budget: int | None = None,

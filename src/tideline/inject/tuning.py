@@ -40,8 +40,12 @@ class InjectTuning:
             the similarity at which recall trusts a hit).
         t1_limit: T1 semantic hits at most.
         t1_recent_turns: turns of recent context in T1.
-        t2_min_weight: T2 takes memories whose weight is above this.
-        t2_top: T2 size.
+        t2_min_weight: T2 takes memories whose weight is above this (the seed's 0.6).
+        t2_top: T2 takes at most this many memories above ``t2_min_weight``.
+        t2_fill: while fewer than ``t2_top`` pass the threshold, T2 is filled up to this
+            many with the store's highest-weight memories in scope, whatever their weight
+            (the top of the store, relative to what it holds: a young store's brief
+            carries its few memories); 0 keeps the seed's strict threshold.
         t2b_window_hours: "the most recent day" of raw texture for T2b.
         t2b_turns: T2b shows at most this many turns of its one session.
         t2b_turn_chars: each T2b turn is cut to this many characters.
@@ -61,6 +65,7 @@ class InjectTuning:
     t1_recent_turns: int = 2
     t2_min_weight: float = 0.6
     t2_top: int = 3
+    t2_fill: int = 5
     t2b_window_hours: float = 24.0
     t2b_turns: int = 12
     t2b_turn_chars: int = 400

@@ -32,7 +32,7 @@ from tideline.render import fence, memory_line, packet_text, turn_line, write_li
 if TYPE_CHECKING:
     from tideline.memory import Memory
 
-__all__ = ["DREAM_LAYERS", "INSTRUCTIONS", "TOOL_NAMES", "build_server"]
+__all__ = ["DREAM_LAYERS", "INSTRUCTIONS", "TOOL_NAMES", "build_server", "instructions_for"]
 
 INSTRUCTIONS = """\
 Tideline is your long-term memory across sessions and projects. Use it in a loop:
@@ -113,7 +113,8 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
     from tideline import __version__
 
     server: MCPServer[Any] = MCPServer(
-        name, title="Tideline memory", version=__version__, instructions=INSTRUCTIONS,
+        name, title="Tideline memory", version=__version__,
+        instructions=instructions_for(mem.config.agent_name),
         description="Long-term memory for agents: narratives, raw texture, hybrid recall.",
         log_level="WARNING",
     )
@@ -217,7 +218,7 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
                 structured = gesture is not None
                 res_w = mem.write(
                     content, context=context, cognition_direction=cognition_direction,
-                    kind=kind or ("narrative" if structured else "fact"), scope=where,
+                    kind=kind or ("narrative" if structured else "fact"), scope=scope,
                     tags=tags, entities_role=entities_role, related_entities=related_entities,
                     source_links=links or None, importance=importance, emotional=emotional,
                     recurrence=recurrence, unresolved=unresolved, event_time=event_time,
@@ -453,7 +454,30 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
 
     _resources(server, mem, lock)
     _prompts(server, mem, lock)
+    _name_agent(server, mem.config.agent_name)
     return server
+
+
+def instructions_for(agent: str) -> str:
+    """The server instructions, naming the agent whose memory this is (``agent_name``)."""
+    if not agent:
+        return INSTRUCTIONS
+    return INSTRUCTIONS.replace("Tideline is your long-term memory",
+                                f"Tideline is the long-term memory of {agent} (you)", 1)
+
+
+def _name_agent(server: MCPServer[Any], agent: str) -> None:
+    """Start every tool description with whose memory it is (the seed's ``AGENT_NAME``).
+
+    Done once over the registered tools rather than in each ``@server.tool`` so the
+    descriptions stay readable; the SDK has no public setter, hence the tool manager.
+    """
+    if not agent:
+        return
+    for tool_name in TOOL_NAMES:
+        tool = server._tool_manager.get_tool(tool_name)
+        if tool is not None:
+            tool.description = f"Memory of {agent}. {tool.description}"
 
 
 def _iso(ts: float) -> str:

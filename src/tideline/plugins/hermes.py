@@ -263,8 +263,23 @@ class TidelineMemoryProvider(_Base):  # type: ignore[misc]
     # -- tools ----------------------------------------------------------------------------
 
     def get_tool_schemas(self) -> list[dict[str, Any]]:
-        """OpenAI-style schemas of the three ``tideline_*`` tools."""
-        return [dict(s) for s in TOOL_SCHEMAS]
+        """OpenAI-style schemas of the three ``tideline_*`` tools (naming the agent, if set)."""
+        agent = self._agent_name()
+        if not agent:
+            return [dict(s) for s in TOOL_SCHEMAS]
+        return [dict(s, description=f"Memory of {agent}. {s['description']}")
+                for s in TOOL_SCHEMAS]
+
+    def _agent_name(self) -> str:
+        """``$TIDELINE_AGENT_NAME`` (through the config), '' when unset or unreadable."""
+        if self._mem is not None:
+            return self._mem.config.agent_name
+        from tideline.config import Config
+
+        try:
+            return Config.load().agent_name
+        except TidelineError:
+            return ""
 
     def handle_tool_call(self, tool_name: str, args: dict[str, Any], **kwargs: Any) -> str:
         """Run one of the tools; always answers JSON (errors as ``{"error": {code, message}}``)."""
@@ -281,7 +296,7 @@ class TidelineMemoryProvider(_Base):  # type: ignore[misc]
                 if tool_name == "tideline_memorize":
                     res = mem.remember(str(args.get("text", "")),
                                        kind=str(args.get("kind") or "fact"),
-                                       scope=args.get("scope") or mem.project,
+                                       scope=args.get("scope") or None,
                                        importance=int(args.get("importance") or 3),
                                        source="hermes")
                     return json.dumps(res.to_dict())
@@ -305,6 +320,9 @@ class TidelineMemoryProvider(_Base):  # type: ignore[misc]
              "default": "default", "env_var": "TIDELINE_NAMESPACE"},
             {"key": "project", "description": "Project scope (default: detected)",
              "env_var": "TIDELINE_PROJECT"},
+            {"key": "agent_name", "description": "The agent's name, shown in the tool "
+             "descriptions and the brief (the seed's AGENT_NAME)",
+             "env_var": "TIDELINE_AGENT_NAME"},
         ]
 
     def save_config(self, values: dict[str, Any], hermes_home: str) -> None:

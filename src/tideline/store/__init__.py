@@ -26,7 +26,8 @@ class Store(Protocol):
     def space(self, kind: str, scope: str) -> str:
         """Name of a vector space."""
 
-    def write_key(self, key: str) -> tuple[int, str, float, int | None] | None:
+    def write_key(self, key: str, *,
+                  since: float | None = None) -> tuple[int, str, float, int | None] | None:
         """Outcome of an idempotency key seen before."""
 
     def get_memory(self, mid: int, c: Any = None) -> MemoryRecord:

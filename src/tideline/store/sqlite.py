@@ -247,13 +247,14 @@ class SQLiteStore:
 
     # -- memories -------------------------------------------------------------------------
 
-    def write_key(self, key: str) -> tuple[int, str, float, int | None] | None:
-        """The stored outcome of an idempotency key, if it was seen before."""
+    def write_key(self, key: str, *,
+                  since: float | None = None) -> tuple[int, str, float, int | None] | None:
+        """The stored outcome of an idempotency key, if it was seen (at or after ``since``)."""
         with self.db.read() as c:
             row = c.execute(
                 "SELECT memory_id, decision, similarity, nearest FROM write_keys "
-                "WHERE namespace = ? AND key = ?",
-                (self.namespace, key),
+                "WHERE namespace = ? AND key = ? AND created_at >= ?",
+                (self.namespace, key, float("-inf") if since is None else since),
             ).fetchone()
         if row is None:
             return None
@@ -335,11 +336,12 @@ class SQLiteStore:
 
     def record_write_key(
         self, c: sqlite3.Connection, key: str, mid: int, decision: str, similarity: float,
-        nearest: int | None, now: float,
+        nearest: int | None, now: float, *, refresh: bool = False,
     ) -> None:
-        """Remember the outcome of an idempotency key."""
+        """Remember the outcome of an idempotency key (``refresh``: replace an older one)."""
+        verb = "INSERT OR REPLACE" if refresh else "INSERT OR IGNORE"
         c.execute(
-            "INSERT OR IGNORE INTO write_keys(namespace, key, memory_id, decision, similarity, "
+            f"{verb} INTO write_keys(namespace, key, memory_id, decision, similarity, "  # noqa: S608
             "nearest, created_at) VALUES (?,?,?,?,?,?,?)",
             (self.namespace, key, mid, decision, similarity, nearest, now),
         )

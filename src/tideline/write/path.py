@@ -10,8 +10,13 @@ The gate compares a new memory with its nearest neighbour in the same scope:
   ``related`` edge to the neighbour;
 * below → **new**.
 
-An idempotency key (given, or the hash of the normalised content, scope and
-source) makes a retried write a no-op that returns the first outcome.
+An idempotency key makes a retried write a no-op that returns the first outcome.
+A key the caller gives replays for good. Without one, the key is the hash of the
+normalised content, scope, kind and source, and it replays only within the retry
+window (``config.write_retry_window_s``, 600 s by default): a client retrying a
+write it did not see answered. The same content stated again later is a
+restatement and goes through the gate, which potentiates the memory it matches —
+that is how spaced reinforcement happens.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ import dataclasses
 import hashlib
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -67,6 +73,8 @@ class PreparedWrite:
         nearest: the nearest live memory in scope, if any.
         similarity: cosine to ``nearest``.
         decision: what the gate decided (re-checked at commit).
+        explicit_key: the caller gave ``key`` (it replays for good, not only within the
+            retry window).
     """
 
     rec: MemoryRecord
@@ -76,6 +84,7 @@ class PreparedWrite:
     nearest: int | None
     similarity: float
     decision: Decision
+    explicit_key: bool = False
 
 
 class Writer:
@@ -88,6 +97,14 @@ class Writer:
         self.embedder = embedder
         self.vectors = vectors
         self.config = config
+        #: The clock the retry window is measured with (tests may replace it).
+        self.clock: Callable[[], float] = time.time
+
+    def _seen(self, key: str, explicit: bool,
+              now: float) -> tuple[int, str, float, int | None] | None:
+        """The stored outcome this write replays, if it is a retry."""
+        since = None if explicit else now - float(self.config.write_retry_window_s)
+        return self.store.write_key(key, since=since)
 
     def write(
         self, rec: MemoryRecord, *, key: str | None, source: str, gate: bool = True
@@ -111,7 +128,7 @@ class Writer:
         if isinstance(prepared, WriteResult):
             return prepared
         with self.store.db.write() as c:
-            return self.commit(c, prepared, time.time())
+            return self.commit(c, prepared, self.clock())
 
     def prepare(
         self, rec: MemoryRecord, *, key: str | None, source: str, gate: bool = True,
@@ -132,8 +149,9 @@ class Writer:
         Raises:
             EmbedderError: the embedder failed.
         """
+        explicit = key is not None
         key = key or idempotency_key(self.store.namespace, rec, source)
-        seen = self.store.write_key(key)
+        seen = self._seen(key, explicit, self.clock())
         if seen is not None:
             return _replayed(seen, rec.scope)
         if vector is None:
@@ -142,7 +160,7 @@ class Writer:
         profile = self.embedder.profile
         decision = gate_decision(similarity, profile.same, profile.related) if nearest else "new"
         return PreparedWrite(rec=rec, key=key, source=source, vector=vector, nearest=nearest,
-                             similarity=similarity, decision=decision)
+                             similarity=similarity, decision=decision, explicit_key=explicit)
 
     def commit(self, c: Any, prepared: PreparedWrite, now: float) -> WriteResult:
         """The fast half of a write, inside the caller's transaction ``c``.
@@ -156,7 +174,7 @@ class Writer:
         rec, key, nearest, similarity = (prepared.rec, prepared.key, prepared.nearest,
                                          prepared.similarity)
         decision = prepared.decision
-        seen = self.store.write_key(key)
+        seen = self._seen(key, prepared.explicit_key, now)
         if seen is not None:
             return _replayed(seen, rec.scope)
         target = None
@@ -178,7 +196,10 @@ class Writer:
             mid = self.store.insert_memory(c, fresh, prepared.vector)
             if decision == "link" and nearest is not None:
                 self.store.add_edge(c, mid, nearest, "related", round(similarity, 4), now)
-        self.store.record_write_key(c, key, mid, decision, similarity, nearest, now)
+        # A derived key is refreshed on every restatement, so the retry window runs from
+        # the latest write of the content, not from the first one.
+        self.store.record_write_key(c, key, mid, decision, similarity, nearest, now,
+                                    refresh=not prepared.explicit_key)
         self.store.log_event(
             c, "write",
             {"decision": decision, "similarity": round(similarity, 4), "nearest": nearest,
