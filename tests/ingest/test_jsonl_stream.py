@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import sqlite3
 import subprocess
@@ -99,31 +100,54 @@ def _kill_when_more_than(file: Path, store: Path, batch: int, seen: int) -> int:
     return len(_stored(db))
 
 
+def _kill_cycles(tmp_path: Path, kills: int) -> dict[str, Any]:
+    """Import a 30,000-line export, SIGKILL it ``kills`` times mid-import, then finish it."""
+    file, store, batch = tmp_path / "export.jsonl", tmp_path / "store", 250
+    rows = _export(file, 30_000)
+    killed_at: list[int] = []
+    rng = random.Random(9)
+    for _ in range(kills):
+        seen = killed_at[-1] if killed_at else 0
+        target = min(seen + batch * rng.randint(0, 12), len(rows) - 4 * batch)
+        if target < seen:
+            break  # close to the end: leave the rest to the final run
+        now = _kill_when_more_than(file, store, batch, target)
+        if now >= len(rows):
+            break  # the kill came after the last batch
+        assert seen < now and now % batch == 0  # whole batches only: each one transaction
+        _assert_file_order(_stored(store / "tideline.db"), rows, whole=False)
+        killed_at.append(now)
+    last = killed_at[-1]
+    res = _import(file, store, "--batch", str(batch))
+    assert (res["inserted"], res["skipped"], res["turns"]) == (len(rows) - last, last,
+                                                               len(rows))
+    stored = _stored(store / "tideline.db")
+    _assert_file_order(stored, rows, whole=True)
+    again = _import(file, store)
+    with Memory.open(store, embedder=hashing()) as mem:
+        doctor = mem.doctor()
+    figures = {"test": "kill9_jsonl_import", "lines": len(rows), "kills": len(killed_at),
+               "killed_at": killed_at, "rows": len(stored),
+               "duplicates": len(stored) - len({s[5] for s in stored}),
+               "reimport_inserted": again["inserted"], "doctor_ok": doctor["ok"]}
+    print(json.dumps(figures))
+    return figures
+
+
 def test_kill_9_mid_import_then_rerun_leaves_no_duplicate_and_no_gap(tmp_path: Path) -> None:
     """Reproducer (issue 9, item 4): a 30,000-line export (over the old 10,000-line cap),
     killed with SIGKILL twice mid-import, then run again: every turn once, in file order,
     indexes 0..n-1 per session; each batch was one transaction."""
-    file, store, batch = tmp_path / "export.jsonl", tmp_path / "store", 250
-    rows = _export(file, 30_000)
-    first = _kill_when_more_than(file, store, batch, 0)
-    assert 0 < first < len(rows) and first % batch == 0  # whole batches only
-    _assert_file_order(_stored(store / "tideline.db"), rows, whole=False)
-    second = _kill_when_more_than(file, store, batch, first)
-    assert first < second < len(rows) and second % batch == 0
-    res = _import(file, store, "--batch", str(batch))
-    assert (res["inserted"], res["skipped"], res["turns"]) == (len(rows) - second, second,
-                                                               len(rows))
-    stored = _stored(store / "tideline.db")
-    assert len(stored) == len(rows)
-    _assert_file_order(stored, rows, whole=True)
-    again = _import(file, store)
-    assert again["inserted"] == 0
-    with Memory.open(store, embedder=hashing()) as mem:
-        doctor = mem.doctor()
-    print(json.dumps({"test": "kill9_jsonl_import", "lines": len(rows), "killed_at":
-                      [first, second], "rows": len(stored), "duplicates": 0,
-                      "integrity": doctor["checks"]["integrity"]}))
-    assert doctor["ok"], doctor
+    f = _kill_cycles(tmp_path, kills=2)
+    assert f["kills"] == 2 and f["rows"] == f["lines"]
+    assert f["duplicates"] == 0 and f["reimport_inserted"] == 0 and f["doctor_ok"]
+
+
+@pytest.mark.stress
+def test_kill_9_import_stress(tmp_path: Path) -> None:
+    f = _kill_cycles(tmp_path, kills=12)
+    assert f["kills"] >= 1 and f["rows"] == f["lines"]
+    assert f["duplicates"] == 0 and f["reimport_inserted"] == 0 and f["doctor_ok"]
 
 
 def test_parallel_importers_give_each_index_once(tmp_path: Path) -> None:
@@ -147,6 +171,20 @@ def test_parallel_importers_give_each_index_once(tmp_path: Path) -> None:
     for k in range(4):  # each importer's turns keep their own order
         mine = [s[4] for s in stored if s[4] % 10 == k]
         assert mine == sorted(mine) and len(mine) == 150
+
+
+def test_parallel_imports_of_one_file_store_it_once(tmp_path: Path) -> None:
+    """Three processes import the same id-less file at once: each turn once, in order."""
+    file, store = tmp_path / "chat.jsonl", tmp_path / "store"
+    rows = _export(file, 300)
+    Memory.open(store, embedder=hashing()).close()
+    procs = [subprocess.Popen([*CLI, "import", "jsonl", str(file), "--store", str(store),
+                               "--batch", "9", "--json"], env=_env(), stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    outs = [p.communicate(timeout=600) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 3, [o[1] for o in outs]
+    assert sum(json.loads(o[0])["inserted"] for o in outs) == len(rows)
+    _assert_file_order(_stored(store / "tideline.db"), rows, whole=True)
 
 
 def test_turns_import_is_the_same_command(tmp_path: Path) -> None:
