@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,3 +57,53 @@ def test_every_cli_command_is_documented() -> None:
     names = list(group.commands)  # type: ignore[attr-defined]
     missing = [n for n in names if f"tideline {n}" not in docs]
     assert not missing, f"undocumented commands: {missing}"
+
+
+def _commands() -> dict[str, Any]:
+    """Every command and sub-command by its full name (``import jsonl``)."""
+    from typer.main import get_command
+
+    from tideline.cli import agent, app, commands, dream, sleep  # noqa: F401
+
+    out: dict[str, Any] = {}
+    for name, cmd in get_command(app).commands.items():  # type: ignore[attr-defined]
+        out[name] = cmd
+        for sub, subcmd in getattr(cmd, "commands", {}).items():
+            out[f"{name} {sub}"] = subcmd
+    return out
+
+
+def _option_help(command: str, option: str) -> str:
+    params = {p.name: p for p in _commands()[command].params}
+    return str(params[option].help)
+
+
+def test_every_sub_command_is_documented() -> None:
+    docs = README + "".join(p.read_text("utf-8") for p in (ROOT / "docs").glob("*.md"))
+    missing = [n for n in _commands() if f"tideline {n}" not in docs]
+    assert not missing, f"undocumented commands: {missing}"
+
+
+@pytest.mark.parametrize(("command", "default"), [
+    ("import claude", "each transcript line's cwd"),
+    ("import hermes", "each session's git root or cwd"),
+    ("import jsonl", "as for `tideline remember`"),
+])
+def test_each_importers_scope_help_states_its_own_default(command: str, default: str) -> None:
+    """Issue 10, item 12: `import claude --scope` said "default: global for writes", but
+    the Claude importer files each turn under the project its cwd names."""
+    text = _option_help(command, "scope")
+    assert f"default: {default}" in text.replace("the project named by ", ""), text
+    assert "global for writes" not in text
+
+
+def test_one_jsonl_import_the_other_name_a_documented_alias() -> None:
+    """Issue 10, item 12: `turns import` and `import jsonl` were two implementations."""
+    cmds = _commands()
+    alias, canonical = cmds["turns import"], cmds["import jsonl"]
+    assert inspect.unwrap(alias.callback) is inspect.unwrap(canonical.callback)
+    assert [p.name for p in alias.params] == [p.name for p in canonical.params]
+    assert str(alias.help).startswith("Alias of `tideline import jsonl`.")
+    assert str(alias.help).endswith(str(canonical.help))
+    cli_md = (ROOT / "docs" / "cli.md").read_text("utf-8")
+    assert "`tideline turns import` is an alias of `tideline import jsonl`" in cli_md

@@ -37,6 +37,11 @@ class Caps:
     turn_chars: int = 100_000
     name_chars: int = 200
     batch: int = 10_000
+    # A streamed import (``tideline import jsonl``) reads, embeds and writes this many
+    # turns per batch, each batch one transaction; a line of its file is at most
+    # ``line_bytes`` long. The file itself has no length cap.
+    import_batch: int = 500
+    line_bytes: int = 4 * 1024 * 1024
     limit: int = 200
     query_chars: int = 4_000
 

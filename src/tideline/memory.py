@@ -311,12 +311,17 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         source: str = "api",
         session: str | None = None,
         progress: Progress | None = None,
+        idempotency_key: str | None = None,
     ) -> ImportResult:
         """Store raw conversation turns whole (texture), idempotent by (source, message id).
 
         Each mapping may hold ``session``, ``role`` and/or ``speaker``, ``text``,
         ``timestamp`` and ``id`` (the source's own message id). A turn without an id
-        gets one derived from its session, index and text.
+        gets one derived from what identifies it — source, session, speaker, timestamp
+        and text, and its occurrence among identical turns of this call — never from its
+        position, so storing the same turns again is a no-op. Each new turn takes the
+        next free index of its session (assigned inside the write transaction); a
+        ``turn_index`` in the input is ignored.
 
         Args:
             turns: the turns, in conversation order.
@@ -324,9 +329,13 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             source: the system they came from (claude, hermes, jsonl, api…).
             session: default session id for turns that carry none.
             progress: called with (done, total) while embedding.
+            idempotency_key: a retry of a call with this key stores nothing new; id-less
+                turns' ids are derived with it, so the same text under another key is
+                another turn.
 
         Returns:
-            How many were inserted and skipped (already stored).
+            How many were inserted and skipped (already stored), the new ids
+            (``turn_ids``) and the id of every turn of the batch (``batch_ids``).
 
         Raises:
             InvalidInput: a turn is malformed (nothing of the batch is written).
@@ -338,11 +347,15 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         caps = self.config.caps
         if len(batch) > caps.batch:
             raise InputTooLarge(f"batch of {len(batch)} turns; the cap is {caps.batch}")
+        salt = ""
+        if idempotency_key is not None:
+            salt = clean_text(idempotency_key, "idempotency_key", 200, required=True)
         prepared = prepare_turns(
             batch, scope=self._scope(scope, write=True), source=clean_name(source, "source", caps),
-            session=session, caps=caps, next_index=self.store.next_turn_index,
+            session=session, caps=caps, next_index=self.store.next_turn_index, salt=salt,
         )
-        return store_turns(self.store, self.embedder, prepared, progress=progress)
+        return store_turns(self.store, self.embedder, prepared, progress=progress,
+                           txn_turns=caps.import_batch)
 
     # -- recall ---------------------------------------------------------------------------
 

@@ -7,6 +7,8 @@ CLI, the MCP server and the hooks share.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
@@ -24,6 +26,7 @@ __all__ = [
     "Turn",
     "WriteResult",
     "compute_weight",
+    "derived_turn_id",
     "iso",
 ]
 
@@ -159,6 +162,26 @@ class Turn:
         return out
 
 
+def derived_turn_id(
+    source: str, session: str, speaker: str, timestamp: float | None, text: str,
+    occurrence: int = 0, salt: str = "",
+) -> str:
+    """The message id of a turn that came without one: a hash of what identifies it.
+
+    Never its position, so the same turn imported again (from the same file, a longer
+    copy of it, or a resumed import) gets the same id and is skipped. ``occurrence``
+    tells genuinely identical turns apart (the same speaker saying the same text at the
+    same time in one session, such as two "ok"): the n-th such turn of one file or batch
+    has occurrence n. ``salt`` is the caller's idempotency key, when it gave one.
+
+    Changing this formula changes every stored derived id: it needs a migration that
+    rewrites them (see ``_m004_turn_identity`` in :mod:`tideline.store.schema`).
+    """
+    body = json.dumps([source, session, speaker, timestamp, text, occurrence, salt],
+                      ensure_ascii=False, separators=(",", ":"))
+    return "auto-" + hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
 @dataclass(frozen=True)
 class Edge:
     """A typed, weighted link between two memories."""
@@ -289,15 +312,26 @@ class RecallPacket:
 
 @dataclass(frozen=True)
 class ImportResult:
-    """Outcome of importing raw turns."""
+    """Outcome of importing raw turns.
+
+    Attributes:
+        inserted: turns stored by this call.
+        skipped: turns that were stored already (same source and message id).
+        sessions: distinct sessions in the batch.
+        turn_ids: internal ids of the turns this call inserted.
+        batch_ids: internal id of every turn of the batch, in order, whether inserted now
+            or stored before (what a retried write links to).
+    """
 
     inserted: int
     skipped: int
     sessions: int
     turn_ids: tuple[int, ...] = ()
+    batch_ids: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
         out = dataclasses.asdict(self)
         out["turn_ids"] = list(self.turn_ids)
+        out["batch_ids"] = list(self.batch_ids)
         return out

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from tideline.cli import app, emit, fail, guarded
-from tideline.cli.commands import EmbOpt, JsonOpt, NsOpt, ScopeOpt, StoreOpt, progress_bar
+from tideline.cli import app, emit, fail, guarded, turns_app
+from tideline.cli.commands import EmbOpt, JsonOpt, NsOpt, StoreOpt, progress_bar
+from tideline.config import Caps
 
 if TYPE_CHECKING:
     from tideline.hooks.install import FileChange
@@ -241,12 +242,19 @@ def uninstall_hermes_cmd(hermes_home: HermesHome = None, dry_run: DryRun = False
 
 # -- import -------------------------------------------------------------------------------
 
-ImportScope = Annotated[str | None, typer.Option(
-    "--scope", help="Project scope for every imported turn, or 'global' (default: each "
-                    "line's own directory by the project rules — $TIDELINE_PROJECT, else "
-                    "its git work tree, else the directory's name).")]
 ToolResults = Annotated[bool, typer.Option("--tool-results", help="Also keep tool results "
                                            "(shortened).")]
+# Each importer has its own default project, so each states it (not the write default).
+ClaudeImportScope = Annotated[str | None, typer.Option(
+    "--scope", help="Project for every turn, or 'global' (default: the project named by "
+                    "each transcript line's cwd, by the project rules: $TIDELINE_PROJECT, "
+                    "else its git work tree, else the directory's name).")]
+HermesImportScope = Annotated[str | None, typer.Option(
+    "--scope", help="Project for every turn, or 'global' (default: the project named by "
+                    "each session's git root or cwd, by the project rules).")]
+JsonlImportScope = Annotated[str | None, typer.Option(
+    "--scope", help="Project for turns whose line names no `scope` (default: as for "
+                    "`tideline remember`).")]
 
 
 def _import_text(res: dict[str, Any]) -> str:
@@ -263,7 +271,7 @@ def import_claude_cmd(
     paths: Annotated[list[Path] | None, typer.Argument(
         help="Transcripts or directories (default: ~/.claude/projects).")] = None,
     tool_results: ToolResults = False,
-    store: StoreOpt = None, namespace: NsOpt = None, scope: ImportScope = None,
+    store: StoreOpt = None, namespace: NsOpt = None, scope: ClaudeImportScope = None,
     embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Import Claude Code transcripts (message uuid = id, original timestamps kept)."""
@@ -287,7 +295,7 @@ def import_hermes_cmd(
              "(default: $HERMES_HOME or ~/.hermes).")] = None,
     session: Annotated[str | None, typer.Option(help="Only this session (id or prefix).")] = None,
     tool_results: ToolResults = False,
-    store: StoreOpt = None, namespace: NsOpt = None, scope: ImportScope = None,
+    store: StoreOpt = None, namespace: NsOpt = None, scope: HermesImportScope = None,
     embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Import Hermes Agent sessions (idempotent; live-captured turns are not duplicated)."""
@@ -303,23 +311,29 @@ def import_hermes_cmd(
     emit(res | {"turn_ids": None}, as_json, lambda: _import_text(res))
 
 
-@import_app.command("jsonl")
+JSONL_HELP = ("Import a JSONL chat of any length, streamed in batches (one transaction "
+              "each); idempotent by (source, id), so a killed import is completed by running "
+              "it again.")
+
+
+@import_app.command("jsonl", help=JSONL_HELP)
+@turns_app.command("import", help="Alias of `tideline import jsonl`. " + JSONL_HELP)
 @guarded
 def import_jsonl_cmd(
     file: Annotated[Path, typer.Argument(help="JSONL chat: one turn per line (session, role "
                                          "or speaker, text, timestamp, id).")],
     source: Annotated[str, typer.Option(help="Source system name.")] = "jsonl",
-    store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
+    batch: Annotated[int | None, typer.Option(
+        help=f"Turns per batch and transaction (default {Caps.import_batch}).", min=1)] = None,
+    store: StoreOpt = None, namespace: NsOpt = None, scope: JsonlImportScope = None,
     embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
-    """Import a generic JSONL chat (idempotent by message id)."""
     from tideline.memory import Memory
 
     mem = Memory.open(store, namespace=namespace, embedder=embedder)
     try:
         with progress_bar("importing turns", not as_json) as bar:
-            res = mem.import_jsonl(file, scope=scope, source=source, progress=bar)
+            res = mem.import_jsonl(file, scope=scope, source=source, progress=bar, batch=batch)
     finally:
         mem.close()
     emit(res | {"turn_ids": None}, as_json, lambda: _import_text(res))
-

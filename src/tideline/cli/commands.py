@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from tideline.cli import app, emit, fail, guarded, turns_app
+from tideline.cli import app, emit, fail, guarded
 
 if TYPE_CHECKING:
     from tideline.memory import Memory
@@ -54,8 +55,8 @@ def opened(store: Path | None, namespace: str | None, embedder: str | None,
 
 @contextlib.contextmanager
 def progress_bar(label: str, enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
-    """A rich progress bar on stderr (off for --json so stdout stays clean)."""
-    if not enabled:
+    """A rich progress bar on stderr when it is a terminal (off for --json: stdout stays clean)."""
+    if not enabled or not sys.stderr.isatty():
         yield None
         return
     from rich.console import Console
@@ -165,27 +166,6 @@ def recall(
                             until=until, include_turns=not no_turns, abstain=strict,
                             tier="cli")
     emit(packet.to_dict(), as_json, lambda: packet_text(packet))
-
-
-@turns_app.command("import")
-@guarded
-def turns_import(
-    file: Annotated[Path, typer.Argument(help="JSONL: one turn per line (session, role or "
-                                         "speaker, text, timestamp, id).")],
-    source: Annotated[str, typer.Option(help="Source system name.")] = "jsonl",
-    store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
-    embedder: EmbOpt = None, as_json: JsonOpt = False,
-) -> None:
-    """Import raw conversation turns from a JSONL file (idempotent)."""
-    from tideline.ingest.jsonl import read_jsonl
-
-    rows = read_jsonl(file)
-    with opened(store, namespace, embedder) as mem, \
-            progress_bar("embedding turns", not as_json) as bar:
-        res = mem.add_turns(rows, scope=scope, source=source, progress=bar)
-    emit(res.to_dict() | {"turn_ids": None}, as_json,
-         lambda: f"imported {res.inserted} turn(s) from {res.sessions} session(s); "
-                 f"{res.skipped} already stored")
 
 
 @app.command()

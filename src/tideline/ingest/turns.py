@@ -1,9 +1,24 @@
 """Validation and storage of raw conversation turns (texture).
 
 Turns are validated as a whole batch before anything is written, embedded
-outside any transaction, then inserted in short transactions; a (source,
-message id) pair that is already stored is skipped, so an import can be
-repeated or resumed safely.
+outside any transaction, then inserted in one short transaction per batch of at
+most ``Caps.import_batch`` turns; a (source, message id) pair that is already
+stored is skipped, so an import can be repeated or resumed safely.
+
+A turn without a message id gets one derived from what identifies it — source,
+session, speaker, timestamp and text (:func:`tideline.models.derived_turn_id`) —
+never from its position. Genuinely identical turns (the same speaker saying the
+same text at the same timestamp, or both without one, in one session) are told
+apart by their occurrence in the file or batch: the first "ok" is occurrence 0,
+the second occurrence 1, so importing the file again still matches each to its
+stored copy, and neither is merged into the other. The count runs over what one
+call (or one streamed file) holds: the same identical turn sent in two separate
+calls without a timestamp or id is stored once.
+
+The turn's place in its session (``turn_index``) is assigned by the store inside
+the write transaction (:meth:`tideline.store.sqlite.SQLiteStore.insert_turns`):
+the next free index, in input order. A ``turn_index`` in the input is checked
+(a non-negative integer) and otherwise ignored.
 """
 
 from __future__ import annotations
@@ -11,36 +26,74 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from tideline.config import Caps
 from tideline.embed.base import Embedder
 from tideline.errors import InvalidInput
-from tideline.models import ImportResult, Turn
+from tideline.models import ImportResult, Turn, derived_turn_id
 from tideline.store.sqlite import SQLiteStore, turn_embed_text
 from tideline.write.validate import clean_name, clean_text, parse_time
 
-__all__ = ["prepare_turns", "store_turns"]
+__all__ = ["Occurrences", "prepare_turns", "store_turns"]
 
 _ROLES = {"user", "assistant", "system", "tool"}
 EMBED_BATCH = 64
 
 
+@dataclass
+class Occurrences:
+    """How often each identifying tuple was seen so far in one file or batch.
+
+    Keys are 16-byte digests, so a long file costs a few dozen bytes per turn, not its
+    text. One instance spans every batch of a streamed file.
+    """
+
+    seen: dict[bytes, int] = field(default_factory=dict)
+
+    def derive(self, source: str, session: str, speaker: str, timestamp: float | None,
+               text: str, salt: str = "") -> str:
+        """The derived message id of the next turn with these fields."""
+        key = hashlib.blake2b(repr((source, session, speaker, timestamp, text, salt)).encode(
+            "utf-8", "surrogatepass"), digest_size=16).digest()
+        n = self.seen.get(key, 0)
+        self.seen[key] = n + 1
+        return derived_turn_id(source, session, speaker, timestamp, text, n, salt)
+
+
 def prepare_turns(
     batch: Sequence[Mapping[str, Any]], *, scope: str, source: str, session: str | None,
-    caps: Caps, next_index: Callable[[str], int],
+    caps: Caps, next_index: Callable[[str], int], occurrences: Occurrences | None = None,
+    salt: str = "", labels: Sequence[str] | None = None,
 ) -> list[Turn]:
     """Validate a batch of raw turn mappings into :class:`Turn` values.
+
+    Args:
+        batch: the raw mappings, in conversation order.
+        scope: the scope of turns that name none.
+        source: the system they came from.
+        session: the session of turns that name none.
+        caps: size caps.
+        next_index: a session's next free index now; only places the batch's turns
+            relative to what is stored (for the embedding's context) — the stored index
+            is assigned inside the write transaction.
+        occurrences: the counter of identical turns (shared by all batches of one file).
+        salt: an idempotency key that id-less turns' ids are derived with.
+        labels: what error messages call each turn (default ``turn <position>``), e.g.
+            ``chat.jsonl:1234`` for a streamed file.
 
     Raises:
         InvalidInput: a turn lacks text or has a malformed field (the message names its position).
     """
     counters: dict[str, int] = {}
+    occurrences = occurrences if occurrences is not None else Occurrences()
     out: list[Turn] = []
     now = time.time()
     for pos, raw in enumerate(batch):
         if not isinstance(raw, Mapping):
-            raise InvalidInput(f"turn {pos}: expected an object, got {type(raw).__name__}")
+            label = labels[pos] if labels is not None else f"turn {pos}"
+            raise InvalidInput(f"{label}: expected an object, got {type(raw).__name__}")
         try:
             sess = raw.get("session") or raw.get("session_id") or session or "default"
             sess = clean_text(str(sess), "session", caps.name_chars, required=True)
@@ -52,25 +105,25 @@ def prepare_turns(
             text = clean_text(raw.get("text", raw.get("content")), "text", caps.turn_chars,
                               required=True)
             ts = parse_time(raw.get("timestamp", raw.get("ts")), "timestamp")
-            index = raw.get("turn_index")
-            if index is None:
-                if sess not in counters:
-                    counters[sess] = next_index(sess)
-                index = counters[sess]
-                counters[sess] += 1
-            elif isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            given = raw.get("turn_index")
+            if given is not None and (isinstance(given, bool) or not isinstance(given, int)
+                                      or given < 0):
                 raise InvalidInput("turn_index must be a non-negative integer")
+            if sess not in counters:
+                counters[sess] = next_index(sess)
+            index = counters[sess]
+            counters[sess] += 1
             msg = raw.get("id", raw.get("message_id"))
             if msg is None or msg == "":
-                digest = hashlib.sha256(f"{sess}\x1f{index}\x1f{text}".encode()).hexdigest()
-                msg = f"auto-{digest[:24]}"
+                msg = occurrences.derive(source, sess, speaker, ts, text, salt)
             msg_id = clean_text(str(msg), "id", caps.name_chars, required=True)
             turn_scope = scope
             if raw.get("scope"):
                 turn_scope = clean_name(raw["scope"], "scope", caps)
         except InvalidInput as exc:
-            raise InvalidInput(f"turn {pos}: {exc}") from exc
-        out.append(Turn(id=0, session=sess, turn_index=int(index), speaker=speaker, role=role,
+            label = labels[pos] if labels is not None else f"turn {pos}"
+            raise InvalidInput(f"{label}: {exc}") from exc
+        out.append(Turn(id=0, session=sess, turn_index=index, speaker=speaker, role=role,
                         text=text, timestamp=ts, source=source, message_id=msg_id,
                         scope=turn_scope, recorded_at=now))
     return out
@@ -78,11 +131,16 @@ def prepare_turns(
 
 def store_turns(
     store: SQLiteStore, embedder: Embedder, turns: list[Turn], *,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[int, int], None] | None = None, txn_turns: int = 500,
 ) -> ImportResult:
-    """Embed and insert turns that are not stored yet."""
+    """Embed and insert turns that are not stored yet, ``txn_turns`` per transaction.
 
+    Embedding happens before each transaction, never inside one; each transaction
+    stores its turns whole or not at all, so an import killed at any point leaves a
+    prefix of its input stored and a re-run completes it.
+    """
     seen = store.existing_turn_keys([(t.source, t.message_id) for t in turns])
+    ids: dict[tuple[str, str], int] = dict(seen)
     fresh: list[Turn] = []
     keys: set[tuple[str, str]] = set()
     for t in turns:
@@ -94,23 +152,32 @@ def store_turns(
     inserted: list[int] = []
     total = len(fresh)
     by_position = {(t.session, t.turn_index): t for t in turns}
-    for start in range(0, total, EMBED_BATCH):
-        chunk = fresh[start:start + EMBED_BATCH]
-        texts = []
-        for t in chunk:
-            prev = by_position.get((t.session, t.turn_index - 1)) or store.previous_turn(
-                t.session, t.turn_index)
-            texts.append(turn_embed_text(t.speaker, t.text, prev.speaker if prev else None,
-                                         prev.text if prev else None))
-        vectors = embedder.embed_passages(texts)
+    for part_start in range(0, total, max(1, txn_turns)):
+        part = fresh[part_start:part_start + max(1, txn_turns)]
+        vectors: list[Any] = []
+        for start in range(0, len(part), EMBED_BATCH):
+            chunk = part[start:start + EMBED_BATCH]
+            texts = []
+            for t in chunk:
+                prev = by_position.get((t.session, t.turn_index - 1)) or store.previous_turn(
+                    t.session, t.turn_index)
+                texts.append(turn_embed_text(t.speaker, t.text, prev.speaker if prev else None,
+                                             prev.text if prev else None))
+            vectors.extend(embedder.embed_passages(texts))
+            if progress is not None:
+                progress(part_start + start + len(chunk), total)
         with store.db.write() as c:
-            for turn, vec in zip(chunk, vectors, strict=True):
-                tid = store.insert_turn(c, turn, vec)
-                if tid:
-                    inserted.append(tid)
-            store.log_event(c, "turns", {"inserted": len(inserted), "source": chunk[0].source})
-        if progress is not None:
-            progress(min(start + EMBED_BATCH, total), total)
+            new = store.insert_turns(c, part, vectors)
+            store.log_event(c, "turns", {"inserted": sum(1 for i in new if i),
+                                         "source": part[0].source})
+        for t, tid in zip(part, new, strict=True):
+            if tid:
+                inserted.append(tid)
+                ids[(t.source, t.message_id)] = tid
+    raced = [k for k in keys if k not in ids]  # stored by another writer meanwhile
+    if raced:
+        ids.update(store.existing_turn_keys(raced))
     sessions = len({t.session for t in turns})
     return ImportResult(inserted=len(inserted), skipped=len(turns) - len(inserted),
-                        sessions=sessions, turn_ids=tuple(inserted))
+                        sessions=sessions, turn_ids=tuple(inserted),
+                        batch_ids=tuple(ids.get((t.source, t.message_id), 0) for t in turns))

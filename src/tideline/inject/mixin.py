@@ -350,21 +350,81 @@ class InjectMixin:
 
     def import_jsonl(
         self, path: str | Path, *, scope: str | None = None, source: str = "jsonl",
-        progress: Progress | None = None,
+        progress: Progress | None = None, batch: int | None = None,
     ) -> dict[str, Any]:
-        """Import a generic JSONL chat (one turn per line; see :mod:`tideline.ingest.jsonl`).
+        """Import a generic JSONL chat of any length, streamed (see :mod:`tideline.ingest.jsonl`).
+
+        The file is read, embedded and stored ``batch`` lines at a time, each batch one
+        transaction. Running it again skips what is stored (ids of id-less turns come
+        from their content, counted over the whole file), so an import that was killed
+        is completed by repeating it. A malformed line stops the import there: the
+        batches before it stay stored, and fixing the line and re-running resumes.
+
+        Args:
+            path: the JSONL file.
+            scope: the project of turns that name none.
+            source: the system the file came from.
+            progress: called with (lines read, lines in the file).
+            batch: turns per batch and transaction (default ``Caps.import_batch``).
+
+        Returns:
+            ``source``, ``files``, ``turns`` (read), ``inserted``, ``skipped``,
+            ``sessions``, ``batches`` and ``turn_ids``.
 
         Raises:
             NotFound: no such file.
             InvalidInput: a line is not a JSON object or a turn is malformed.
+            InputTooLarge: a line or a turn is over its cap, or ``batch`` over the batch cap.
         """
-        from tideline.ingest.jsonl import read_jsonl
+        from tideline.ingest.jsonl import count_lines, iter_jsonl
+        from tideline.ingest.turns import Occurrences, prepare_turns, store_turns
+        from tideline.write.validate import clean_name
 
-        rows = read_jsonl(Path(path))
-        inserted, skipped, sessions, ids = self._import_turns(rows, source=source, scope=scope,
-                                                             progress=progress)
-        return {"source": source, "files": 1, "turns": len(rows), "inserted": inserted,
-                "skipped": skipped, "sessions": len(sessions), "turn_ids": ids}
+        mem = self._mem()
+        caps = mem.config.caps
+        size = caps.import_batch if batch is None else batch
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise InvalidInput(f"batch must be a positive integer, got {size!r}")
+        if size > caps.batch:
+            raise InputTooLarge(f"batch of {size} turns; the cap is {caps.batch}")
+        file = Path(path)
+        total = count_lines(file)
+        where = mem._scope(scope, write=True)
+        src = clean_name(source, "source", caps)
+        occurrences = Occurrences()
+        sessions: set[str] = set()
+        ids: list[int] = []
+        read = inserted = skipped = batches = 0
+        rows: list[tuple[int, dict[str, Any]]] = []
+
+        def flush() -> None:
+            nonlocal read, inserted, skipped, batches
+            turns = prepare_turns([obj for _, obj in rows], scope=where, source=src,
+                                  session=None, caps=caps, next_index=mem.store.next_turn_index,
+                                  occurrences=occurrences,
+                                  labels=[f"{file}:{n}" for n, _ in rows])
+            res = store_turns(mem.store, mem.embedder, turns, txn_turns=size)
+            read += len(turns)
+            inserted += res.inserted
+            skipped += res.skipped
+            batches += 1
+            ids.extend(res.turn_ids)
+            sessions.update(t.session for t in turns)
+            if progress is not None:
+                progress(rows[-1][0], total)
+            rows.clear()
+
+        for item in iter_jsonl(file, line_bytes=caps.line_bytes):
+            rows.append(item)
+            if len(rows) >= size:
+                flush()
+        if rows:
+            flush()
+        if progress is not None:
+            progress(total, total)
+        return {"source": src, "files": 1, "turns": read, "inserted": inserted,
+                "skipped": skipped, "sessions": len(sessions), "batches": batches,
+                "turn_ids": ids}
 
     def capture_turns(
         self, turns: Sequence[Mapping[str, Any]], *, source: str, scope: str | None = None,

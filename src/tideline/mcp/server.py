@@ -193,7 +193,7 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         event_time: Annotated[str | None, Field(
             description="When it happened (ISO), if not now.")] = None,
         idempotency_key: Annotated[str | None, Field(
-            description="Makes a retried call a no-op.")] = None,
+            description="Makes a retried call a no-op, its `turns` included.")] = None,
         turns: Annotated[list[TurnIn] | None, Field(
             description="Raw conversation turns to store verbatim.")] = None,
         session: Annotated[str | None, Field(
@@ -208,10 +208,13 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
             lines: list[str] = []
             links = list(source_links or [])
             if turns:
+                # The key also names the turns: a retried call stores none of them again,
+                # and its memory links the turns the first call stored.
                 res = mem.add_turns([t.model_dump(exclude_none=True) for t in turns],
-                                    scope=where, source="mcp", session=session or "mcp")
+                                    scope=where, source="mcp", session=session or "mcp",
+                                    idempotency_key=idempotency_key)
                 data["turns"] = res.to_dict()
-                links += [i for i in res.turn_ids if i not in links]
+                links += [i for i in res.batch_ids if i and i not in links]
                 lines.append(f"stored {res.inserted} raw turn(s) in {where} "
                              f"({res.skipped} already stored)")
             if content and content.strip():

@@ -8,8 +8,11 @@ safety copy (see :meth:`tideline.store.sqlite.SQLiteStore.open`).
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Callable
+
+from tideline.models import derived_turn_id
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION"]
 
@@ -275,7 +278,62 @@ def _m003_sleep(db: sqlite3.Connection) -> None:
         db.execute(sql)
 
 
+def _legacy_turn_id(session: str, index: int, text: str) -> str:
+    # The id-less turn's id before schema 4: it hashed the turn's position.
+    digest = hashlib.sha256(f"{session}\x1f{index}\x1f{text}".encode()).hexdigest()
+    return f"auto-{digest[:24]}"
+
+
+def _m004_turn_identity(db: sqlite3.Connection) -> None:
+    """Turn ids from what identifies a turn; one place per turn in its session.
+
+    1. A turn whose message id was derived from its position (``auto-`` + the hash of
+       session, index and text — before schema 4) gets the id an import now derives for
+       it (:func:`tideline.models.derived_turn_id`), so importing its file again skips
+       it. Identical turns of one session are numbered in their stored order, as an
+       import numbers them in its file. Copies a re-import already made stay (they can
+       not be told from genuine repeats), but no further copy is made.
+    2. Turn indexes are renumbered 0, 1, 2… per (namespace, session) in their stored
+       order (index, then id): concurrent imports could give one index to several turns.
+    3. A unique index on (namespace, session, turn_index) keeps it so.
+    """
+    seen: dict[bytes, int] = {}
+    after: tuple[str, str, int, int] = ("", "", -1, -1)
+    while True:  # in pages, so a large store's texts are never all in memory at once
+        rows = db.execute(
+            "SELECT id, namespace, source, session, turn_index, speaker, ts, text, "
+            "message_id FROM turns WHERE message_id LIKE 'auto-%' "
+            "AND (namespace, session, turn_index, id) > (?, ?, ?, ?) "
+            "ORDER BY namespace, session, turn_index, id LIMIT 2000", after,
+        ).fetchall()
+        if not rows:
+            break
+        for tid, ns, source, session, index, speaker, ts, text, mid in rows:
+            if mid != _legacy_turn_id(session, index, text):
+                continue  # a source's own id that merely starts with "auto-"
+            key = hashlib.blake2b(repr((ns, source, session, speaker, ts, text)).encode(
+                "utf-8", "surrogatepass"), digest_size=16).digest()
+            occurrence = seen.get(key, 0)
+            seen[key] = occurrence + 1
+            new = derived_turn_id(source, session, speaker, ts, text, occurrence)
+            db.execute("UPDATE OR IGNORE turns SET message_id = ? WHERE id = ?", (new, tid))
+        last = rows[-1]
+        after = (last[1], last[3], last[4], last[0])
+    db.execute(
+        "CREATE TEMP TABLE turn_places AS SELECT id, row_number() OVER ("
+        "PARTITION BY namespace, session ORDER BY turn_index, id) - 1 AS place FROM turns"
+    )
+    db.execute(
+        "UPDATE turns SET turn_index = (SELECT place FROM temp.turn_places p "
+        "WHERE p.id = turns.id) WHERE turn_index != (SELECT place FROM temp.turn_places p "
+        "WHERE p.id = turns.id)"
+    )
+    db.execute("DROP TABLE temp.turn_places")
+    db.execute("DROP INDEX turns_session")
+    db.execute("CREATE UNIQUE INDEX turns_place ON turns(namespace, session, turn_index)")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
-    _m001_core, _m002_cognition, _m003_sleep,
+    _m001_core, _m002_cognition, _m003_sleep, _m004_turn_identity,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

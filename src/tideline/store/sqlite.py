@@ -577,37 +577,66 @@ class SQLiteStore:
 
     # -- turns ----------------------------------------------------------------------------
 
-    def existing_turn_keys(self, keys: Sequence[tuple[str, str]]) -> set[tuple[str, str]]:
-        """Which (source, message id) pairs are already stored."""
-        out: set[tuple[str, str]] = set()
+    def existing_turn_keys(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        """The internal id of each (source, message id) pair that is already stored."""
+        out: dict[tuple[str, str], int] = {}
         with self.db.read() as c:
             for source, mid in keys:
                 row = c.execute(
-                    "SELECT 1 FROM turns WHERE namespace = ? AND source = ? AND message_id = ?",
+                    "SELECT id FROM turns WHERE namespace = ? AND source = ? AND message_id = ?",
                     (self.namespace, source, mid),
                 ).fetchone()
                 if row:
-                    out.add((source, mid))
+                    out[(source, mid)] = int(row[0])
         return out
 
-    def insert_turn(self, c: sqlite3.Connection, turn: Turn, vector: np.ndarray | None) -> int:
-        """Insert one raw turn unless its (source, message id) exists; returns its id or 0."""
-        cur = c.execute(
-            "INSERT OR IGNORE INTO turns(namespace, scope, session, turn_index, speaker, role, "
-            "text, ts, source, message_id, recorded_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (self.namespace, turn.scope, turn.session, turn.turn_index, turn.speaker, turn.role,
-             turn.text, turn.timestamp, turn.source, turn.message_id, turn.recorded_at),
-        )
-        if not cur.rowcount:
-            return 0
-        tid = int(cur.lastrowid or 0)
-        body = turn_index_text(turn.speaker, turn.text)
-        c.execute("INSERT INTO turns_fts(rowid, body) VALUES (?, ?)",
-                  (tid, lexical.index_text(body)))
-        c.execute("INSERT INTO turns_tri(rowid, body) VALUES (?, ?)", (tid, body))
-        if vector is not None:
-            self._put_vector(c, self.space("t", turn.scope), tid, vector)
-        return tid
+    def insert_turns(
+        self, c: sqlite3.Connection, turns: Sequence[Turn],
+        vectors: Sequence[np.ndarray | None],
+    ) -> list[int]:
+        """Insert raw turns in order inside the caller's write transaction.
+
+        Each new turn takes the next free index of its session, read inside this
+        transaction (``BEGIN IMMEDIATE``): indexes stay contiguous and unique per session
+        under concurrent writers and after a resumed import; the ``turn_index`` the turn
+        carries is ignored. A turn whose (source, message id) is stored already is skipped
+        and takes no index.
+
+        Returns:
+            The new internal id of each turn, 0 for one that was stored already.
+        """
+        places: dict[str, int] = {}
+        out: list[int] = []
+        for turn, vector in zip(turns, vectors, strict=True):
+            if turn.session not in places:
+                row = c.execute(
+                    "SELECT max(turn_index) FROM turns WHERE namespace = ? AND session = ?",
+                    (self.namespace, turn.session),
+                ).fetchone()
+                places[turn.session] = 0 if row[0] is None else int(row[0]) + 1
+            # Only the (source, message id) conflict means "stored already"; a clash on
+            # the session's place would be a bug and must raise, not drop the turn.
+            cur = c.execute(
+                "INSERT INTO turns(namespace, scope, session, turn_index, speaker, role, "
+                "text, ts, source, message_id, recorded_at) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+                "ON CONFLICT(namespace, source, message_id) DO NOTHING",
+                (self.namespace, turn.scope, turn.session, places[turn.session], turn.speaker,
+                 turn.role, turn.text, turn.timestamp, turn.source, turn.message_id,
+                 turn.recorded_at),
+            )
+            if not cur.rowcount:
+                out.append(0)
+                continue
+            places[turn.session] += 1
+            tid = int(cur.lastrowid or 0)
+            body = turn_index_text(turn.speaker, turn.text)
+            c.execute("INSERT INTO turns_fts(rowid, body) VALUES (?, ?)",
+                      (tid, lexical.index_text(body)))
+            c.execute("INSERT INTO turns_tri(rowid, body) VALUES (?, ?)", (tid, body))
+            if vector is not None:
+                self._put_vector(c, self.space("t", turn.scope), tid, vector)
+            out.append(tid)
+        return out
 
     def previous_turn(self, session: str, turn_index: int) -> Turn | None:
         """The turn just before ``turn_index`` in a session, if stored."""
@@ -615,7 +644,7 @@ class SQLiteStore:
         return found[0] if found else None
 
     def next_turn_index(self, session: str) -> int:
-        """The next free turn index in a session."""
+        """The next free turn index in a session, as of now (a hint: see ``insert_turns``)."""
         with self.db.read() as c:
             row = c.execute(
                 "SELECT max(turn_index) FROM turns WHERE namespace = ? AND session = ?",
