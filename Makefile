@@ -9,6 +9,8 @@ export OMP_NUM_THREADS ?= 1
 $(VENV)/.stamp-base: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	@# The distribution was called `tideline` before 0.1.0 was named `tideline-memory`.
+	$(PY) -m pip uninstall -q -y tideline 2>/dev/null || true
 	$(PY) -m pip install -q -e .
 	touch $@
 

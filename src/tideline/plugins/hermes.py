@@ -388,7 +388,7 @@ the installed `tideline` package (tideline.plugins.hermes.TidelineMemoryProvider
 try:
     from tideline.plugins.hermes import TidelineMemoryProvider, register  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the interpreter Hermes runs in
-    raise ImportError("the Tideline MemoryProvider needs `pip install tideline` in the "
+    raise ImportError("the Tideline MemoryProvider needs `pip install tideline-memory` in the "
                       "Python environment that runs Hermes") from exc
 '''
 _YAML = '''name: tideline
