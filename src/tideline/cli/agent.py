@@ -248,6 +248,8 @@ def install_hermes_cmd(hermes_home: HermesHome = None, dry_run: DryRun = False,
     from tideline.plugins.hermes import install_hermes
 
     res = install_hermes(hermes_home, dry_run=dry_run)
+    for warning in res["warnings"]:
+        sys.stderr.write(f"tideline: warning: {warning}\n")
     emit(res, as_json, lambda: "\n".join(res["messages"]))
 
 
@@ -255,7 +257,7 @@ def install_hermes_cmd(hermes_home: HermesHome = None, dry_run: DryRun = False,
 @guarded
 def uninstall_hermes_cmd(hermes_home: HermesHome = None, dry_run: DryRun = False,
                          as_json: JsonOpt = False) -> None:
-    """Remove the Tideline memory provider from Hermes Agent."""
+    """Remove the Tideline memory provider from Hermes Agent; select the previous one."""
     from tideline.plugins.hermes import uninstall_hermes
 
     res = uninstall_hermes(hermes_home, dry_run=dry_run)
