@@ -52,19 +52,28 @@ def _open(store: Path | None, namespace: str | None, embedder: str | None,
 def serve(
     http: Annotated[bool, typer.Option("--http", help="Streamable HTTP instead of stdio.")] = False,
     host: Annotated[str, typer.Option(help="HTTP: address to listen on (loopback by "
-                                      "default; anything else needs --token).")] = "127.0.0.1",
+                                      "default; anything else needs a token).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP: port.")] = 8765,
+    token_file: Annotated[Path | None, typer.Option(
+        "--token-file", help="HTTP: a file holding the bearer token required on every "
+                             "request (default: $TIDELINE_MCP_TOKEN).")] = None,
     token: Annotated[str | None, typer.Option(
-        help="HTTP: bearer token required on every request (or $TIDELINE_MCP_TOKEN).",
-        envvar="TIDELINE_MCP_TOKEN", show_envvar=True)] = None,
+        "--token", hidden=True, help="Refused: a token on the command line shows in `ps`.")
+    ] = None,
     path: Annotated[str, typer.Option(help="HTTP: endpoint path.")] = "/mcp",
     store: StoreOpt = None, namespace: NsOpt = None, scope: DetectedScope = None,
     embedder: EmbOpt = None,
 ) -> None:
     """Run the MCP server (stdio by default; --http for streamable HTTP)."""
-    from tideline.mcp.http import check_binding, serve_http, serve_stdio
+    from tideline.errors import InvalidInput
+    from tideline.mcp.http import ENV_TOKEN, check_binding, read_token, serve_http, serve_stdio
     from tideline.mcp.server import build_server
 
+    if token is not None:
+        # Every user on the machine can read a process's arguments (`ps`, /proc).
+        raise InvalidInput(f"--token would show the secret in `ps`; set {ENV_TOKEN} or pass "
+                           "--token-file instead")
+    token = read_token(token_file) if http else None
     if http:
         check_binding(host, token)
     mem = _open(store, namespace, embedder, scope)
