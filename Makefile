@@ -57,6 +57,7 @@ bench: $(VENV)/.stamp-base
 	$(PY) -m tideline.bench recall --sizes 10000,100000 --keep $(BENCH_STORES)
 	$(PY) -m tideline.bench multihop
 	$(PY) -m tideline.bench sleep --n 100000
+	$(PY) -m tideline.bench hooks --runs 10
 
 stress: $(VENV)/.stamp-dev
 	$(PY) -m pytest -q -m stress
