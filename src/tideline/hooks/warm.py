@@ -323,7 +323,10 @@ def serve(home: Path, namespace: str, *, idle: float | None = None) -> int:
         # Load the model, the vector index and the full-text pages before the first prompt
         # arrives: one prefetch that journals nothing.
         mem.embedder.embed_query("warm up")
-        mem.inject_prefetch("warm up", recent="bridge", log=False)
+        from tideline.errors import TidelineError
+
+        with contextlib.suppress(TidelineError):  # a warm-up, not an answer anyone waits for
+            mem.inject_prefetch("warm up", recent="bridge", log=False)
     except BaseException:
         _clear_marker(home, namespace)
         lock.close()
