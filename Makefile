@@ -4,11 +4,13 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: demo test lint bench stress clean
+.PHONY: demo test lint bench stress clean e2e-tools
 
 $(VENV)/.stamp-base: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
+	@# The distribution was called `tideline` before 0.1.0 was named `tideline-memory`.
+	$(PY) -m pip uninstall -q -y tideline 2>/dev/null || true
 	$(PY) -m pip install -q -e .
 	touch $@
 
@@ -19,7 +21,26 @@ $(VENV)/.stamp-dev: pyproject.toml $(VENV)/.stamp-base
 demo: $(VENV)/.stamp-base
 	$(PY) -m tideline.demo
 
-test: $(VENV)/.stamp-dev
+# The outside programs the end-to-end tests drive for real. Claude Code and the MCP
+# Inspector: pinned in package.json / package-lock.json, installed into ./node_modules
+# (not globally) by `npm ci`, again only when the lock file changes. Chromium: Debian's
+# package, installed only when no `chromium` is on PATH (apt-get needs root; sudo is
+# used when available). Node.js itself comes from Debian too when npm is missing.
+NPM ?= npm
+APT_INSTALL = sh -c 'set -e; if [ "$$(id -u)" -ne 0 ]; then S=sudo; else S=; fi; \
+	command -v apt-get >/dev/null || { echo "install $$* with your package manager" >&2; exit 1; }; \
+	$$S apt-get update -qq; DEBIAN_FRONTEND=noninteractive $$S apt-get install -y -qq \
+	"$$@" >/dev/null' apt-install
+
+node_modules/.stamp: package.json package-lock.json
+	@command -v $(NPM) >/dev/null 2>&1 || $(APT_INSTALL) nodejs npm
+	$(NPM) ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+e2e-tools: node_modules/.stamp
+	@command -v chromium >/dev/null 2>&1 || $(APT_INSTALL) chromium
+
+test: $(VENV)/.stamp-dev e2e-tools
 	$(PY) -m pytest -q
 
 lint: $(VENV)/.stamp-dev
@@ -36,6 +57,7 @@ bench: $(VENV)/.stamp-base
 	$(PY) -m tideline.bench recall --sizes 10000,100000 --keep $(BENCH_STORES)
 	$(PY) -m tideline.bench multihop
 	$(PY) -m tideline.bench sleep --n 100000
+	$(PY) -m tideline.bench hooks --runs 10
 
 stress: $(VENV)/.stamp-dev
 	$(PY) -m pytest -q -m stress

@@ -42,3 +42,17 @@ def mem(store_dir: Path) -> Iterator[Memory]:
         yield m
     finally:
         m.close()
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def node_tool(name: str) -> str:
+    """A program from the project-local ``node_modules`` that `make test` installs.
+
+    Claude Code and the MCP Inspector are pinned in package.json / package-lock.json and
+    installed by ``npm ci`` (the Makefile's ``e2e-tools``), never looked up globally.
+    """
+    path = ROOT / "node_modules" / ".bin" / name
+    assert path.exists(), f"{path} missing: run `make test` (it runs `npm ci`) or `npm ci`"
+    return str(path)

@@ -1,4 +1,5 @@
-"""The real Claude Code CLI, isolated HOME, settings written by `tideline install claude`.
+"""The real Claude Code CLI (pinned in package.json, in ./node_modules), isolated HOME,
+settings written by `tideline install claude`.
 
 No login is needed: Claude Code runs SessionStart and UserPromptSubmit hooks before it
 talks to the model. The assertions are on what the hooks produced — the context
@@ -9,19 +10,17 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.conftest import hashing
+from tests.conftest import hashing, node_tool
 
 from tideline import Memory
 
 
 def test_claude_code_runs_tideline_hooks(tmp_path: Path) -> None:
-    claude = shutil.which("claude")
-    assert claude, "Claude Code CLI missing: npm i -g @anthropic-ai/claude-code"
+    claude = node_tool("claude")
     home, store, project = tmp_path / "home", tmp_path / "store", tmp_path / "atlas"
     home.mkdir()
     (project / ".git").mkdir(parents=True)

@@ -19,7 +19,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     h = tmp_path / "home"
     h.mkdir()
     monkeypatch.setenv("HOME", str(h))
-    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    for name in ("CLAUDE_CONFIG_DIR", "XDG_STATE_HOME", "TIDELINE_HOME", "TIDELINE_NAMESPACE"):
+        monkeypatch.delenv(name, raising=False)
     return h
 
 
@@ -53,12 +54,14 @@ def test_user_scope_install_is_idempotent_and_keeps_other_settings(home: Path) -
     servers = read(claude_json)["mcpServers"]
     assert servers["other"] == {"type": "stdio", "command": "other-server"}
     assert servers["tideline"]["type"] == "stdio" and "serve" in servers["tideline"]["args"]
-    assert servers["tideline"]["env"] == {"TIDELINE_HOME": str(home / "mem")}
+    assert servers["tideline"]["env"] == {"TIDELINE_HOME": str(home / "mem"),
+                                          "TIDELINE_NAMESPACE": "default"}
     assert (claude_json.stat().st_mode & 0o777) == 0o600
 
     before = (settings.read_text(), claude_json.read_text())
     again = install_claude("user", store=home / "mem")
-    assert not any(c.changed for c in again) and all(c.backup is None for c in again)
+    assert not any(c.changed for c in again)
+    assert [c.backup for c in again] == [c.backup for c in changes]  # the one backup, kept
     assert (settings.read_text(), claude_json.read_text()) == before
 
     removed = uninstall_claude("user")
@@ -81,8 +84,7 @@ def test_project_scope_dry_run_and_fresh_files(home: Path, tmp_path: Path) -> No
     assert set(read(proj / ".claude" / "settings.json")["hooks"]) == set(HOOK_EVENTS)
     assert "tideline" in read(proj / ".mcp.json")["mcpServers"]
     uninstall_claude("project", project_dir=proj)
-    assert read(proj / ".claude" / "settings.json") == {}
-    assert read(proj / ".mcp.json") == {}
+    assert not (proj / ".claude").exists() and not (proj / ".mcp.json").exists()
     # Portable: commands found on PATH, recognised (and replaced) like the absolute ones.
     install_claude("project", project_dir=proj)
     install_claude("project", project_dir=proj, portable=True)
@@ -92,7 +94,7 @@ def test_project_scope_dry_run_and_fresh_files(home: Path, tmp_path: Path) -> No
     assert read(proj / ".mcp.json")["mcpServers"]["tideline"] == {
         "type": "stdio", "command": "tideline", "args": ["serve"]}
     uninstall_claude("project", project_dir=proj)
-    assert read(proj / ".claude" / "settings.json") == {}
+    assert sorted(p.name for p in proj.iterdir()) == []
 
 
 def test_invalid_settings_are_left_alone(home: Path) -> None:
@@ -123,4 +125,113 @@ def test_cli_install_and_uninstall(home: Path, tmp_path: Path) -> None:
     gone = subprocess.run([*run, "uninstall", "claude", "--json"], env=env,
                           capture_output=True, text=True, timeout=120)
     assert gone.returncode == 0
-    assert read(home / ".claude" / "settings.json") == {}
+    assert not (home / ".claude" / "settings.json").exists()
+    assert not (home / ".claude.json").exists()
+
+
+def backups(*dirs: Path) -> list[Path]:
+    return sorted(p for d in dirs if d.exists() for p in d.rglob("*tideline-backup*"))
+
+
+def test_uninstall_restores_the_exact_bytes_and_leaves_no_backup(home: Path) -> None:
+    """Issue 10 item 6: after one install/uninstall cycle backups piled up (4 files) and a
+    `"hooks": {}` that was there before was removed. Now each file gets its pre-install
+    bytes back, keys that were there stay, and no backup is left."""
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    original = '{\n    "model": "opus",   "hooks": {},\n    "env": {"A": "1"}\n}\n'
+    settings.write_text(original)
+    claude_json = home / ".claude.json"
+    claude_original = '{"userID": "u", "mcpServers": {}, "projects": {"/x": {"a": [1, 2.50]}}}'
+    claude_json.write_text(claude_original)
+    os.chmod(claude_json, 0o600)
+
+    first = install_claude("user", store=home / "mem")
+    assert [c.backup for c in first] == [settings.with_name("settings.json.tideline-backup"),
+                                         home / ".claude.json.tideline-backup"]
+    install_claude("user", store=home / "other")  # re-pinned: still the one first backup
+    install_claude("user", store=home / "other", namespace="work")
+    assert backups(home) == sorted(c.backup for c in first if c.backup)
+    assert settings.with_name("settings.json.tideline-backup").read_text() == original
+
+    restored = uninstall_claude("user")
+    assert [c.to_dict()["action"] for c in restored] == ["restored", "restored"]
+    assert settings.read_text() == original
+    assert claude_json.read_text() == claude_original
+    assert (claude_json.stat().st_mode & 0o777) == 0o600
+    assert backups(home) == []
+
+
+def test_uninstall_after_other_edits_keeps_them_and_one_backup(home: Path) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"hooks": {}, "model": "opus"}))
+    install_claude("user")
+    edited = read(settings) | {"theme": "dark"}
+    settings.write_text(json.dumps(edited))
+    changes = uninstall_claude("user")
+    assert read(settings) == {"hooks": {}, "model": "opus", "theme": "dark"}
+    assert backups(home) == [settings.with_name("settings.json.tideline-backup")]
+    assert "kept" in " ".join(changes[0].changes)
+    # The next install cycle starts from what is there now: still one backup, of that.
+    install_claude("user")
+    assert backups(home) == [settings.with_name("settings.json.tideline-backup")]
+    uninstall_claude("user")
+    assert read(settings) == {"hooks": {}, "model": "opus", "theme": "dark"}
+    assert backups(home) == []
+    assert not (home / ".claude.json").exists()  # created by install, removed by uninstall
+
+
+def test_project_scope_leaves_no_trace_in_the_repository(home: Path, tmp_path: Path) -> None:
+    """Issue 10 item 6: at project scope `{}` settings files and `*.tideline-backup-*`
+    files stayed in the repository."""
+    proj = tmp_path / "atlas"
+    (proj / ".git").mkdir(parents=True)
+    mcp = proj / ".mcp.json"
+    mcp_original = '{\n  "mcpServers": {\n    "db": {"command": "pg-mcp"}\n  }\n}\n'
+    mcp.write_text(mcp_original)
+    before = sorted(p.relative_to(proj) for p in proj.rglob("*"))
+    changes = install_claude("project", project_dir=proj)
+    assert all(c.backup is None or proj not in c.backup.parents for c in changes)
+    assert backups(proj) == []
+    assert changes[1].backup is not None and changes[1].backup.exists()
+    uninstall_claude("project", project_dir=proj)
+    assert sorted(p.relative_to(proj) for p in proj.rglob("*")) == before
+    assert mcp.read_text() == mcp_original
+    assert backups(proj, home) == []
+
+
+def test_install_pins_the_store_it_was_run_with(home: Path, tmp_path: Path) -> None:
+    """Issue 10 item 5: with TIDELINE_HOME set, the hooks and the MCP entry carried no
+    store, and the output did not say which store, project rule and Python were wired."""
+    store = tmp_path / "pinned-store"
+    proj = tmp_path / "atlas"
+    (proj / ".git").mkdir(parents=True)
+    secret = "s3cr3t-token-that-must-stay-out-0123456789"
+    env = dict(os.environ, HOME=str(home), TIDELINE_HOME=str(store),
+               TIDELINE_NAMESPACE="work", TIDELINE_MCP_TOKEN=secret)
+    for name in ("CLAUDE_CONFIG_DIR", "XDG_STATE_HOME", "TIDELINE_PROJECT", "CLAUDE_PROJECT_DIR"):
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-m", "tideline", "install", "claude", "--json"],
+                          env=env, cwd=proj, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["store"] == str(store.resolve()) and out["namespace"] == "work"
+    assert out["python"] == sys.executable
+    assert out["project"]["name"] == "atlas" and out["project"]["rule"] == "git_root"
+    assert [f["action"] for f in out["files"]] == ["created", "created"]
+    settings = read(home / ".claude" / "settings.json")
+    commands = [h["command"] for groups in settings["hooks"].values() for g in groups
+                for h in g["hooks"]]
+    assert len(commands) == len(HOOK_EVENTS)
+    assert all(f"--store {store.resolve()} --namespace work" in c for c in commands)
+    entry = read(home / ".claude.json")["mcpServers"]["tideline"]
+    assert entry["env"] == {"TIDELINE_HOME": str(store.resolve()), "TIDELINE_NAMESPACE": "work"}
+    # The MCP token is never written into a command line or a settings file.
+    assert secret not in (home / ".claude" / "settings.json").read_text()
+    assert secret not in (home / ".claude.json").read_text() and secret not in done.stdout
+    human = subprocess.run([sys.executable, "-m", "tideline", "install", "claude"], env=env,
+                           cwd=proj, capture_output=True, text=True, timeout=120)
+    assert f"store:     {store.resolve()}" in human.stdout
+    assert f"python:    {sys.executable}" in human.stdout
+    assert "here: atlas (rule git_root)" in human.stdout

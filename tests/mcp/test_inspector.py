@@ -1,22 +1,22 @@
-"""The MCP Inspector CLI (`@modelcontextprotocol/inspector`, installed globally by .ci/run)
+"""The MCP Inspector CLI (`@modelcontextprotocol/inspector`, pinned in package.json, installed
+into ./node_modules by `make test`)
 calls `memorize` then `recall` on `tideline serve` and gets the memory back."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import node_tool
+
 
 def inspector(store: Path, cwd: Path, *args: str) -> dict:
-    npx = shutil.which("npx")
-    assert npx, "npx missing: install Node.js and `npm i -g @modelcontextprotocol/inspector`"
     env = dict(os.environ)
     proc = subprocess.run(
-        [npx, "--no-install", "@modelcontextprotocol/inspector", "--cli",
+        [node_tool("mcp-inspector"), "--cli",
          "-e", f"TIDELINE_HOME={store}", "-e", "TIDELINE_EMBEDDER=hashing",
          sys.executable, "-m", "tideline", "serve", "--scope", "orchard", *args],
         cwd=cwd, env=env, capture_output=True, text=True, timeout=300)

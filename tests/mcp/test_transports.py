@@ -125,7 +125,40 @@ def test_non_loopback_requires_a_token(tmp_path: Path) -> None:
                           timeout=120)
     assert proc.returncode == 3
     assert "requires a bearer token" in proc.stderr and "Traceback" not in proc.stderr
-    short = subprocess.run([sys.executable, "-m", "tideline", "serve", "--http", "--token",
-                            "short", "--port", str(free_port())], env=env_for(tmp_path / "s"),
+    short = subprocess.run([sys.executable, "-m", "tideline", "serve", "--http",
+                            "--port", str(free_port())],
+                           env=env_for(tmp_path / "s", TIDELINE_MCP_TOKEN="short"),
                            capture_output=True, text=True, timeout=120)
     assert short.returncode == 3 and "at least 16" in short.stderr
+
+
+def test_token_never_on_the_command_line(tmp_path: Path) -> None:
+    """Issue 9 item 11: the MCP token given as `--token` showed in `ps`. It comes from
+    `--token-file` (or $TIDELINE_MCP_TOKEN); `--token VALUE` is refused."""
+    secret = tmp_path / "token"
+    secret.write_text(TOKEN + "\n")
+    os.chmod(secret, 0o600)
+    with http_server(tmp_path / "s", "--token-file", str(secret)) as (url, proc):
+        cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes().decode()
+        assert TOKEN not in cmdline and str(secret) in cmdline
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}}}
+        headers = {"Accept": "application/json, text/event-stream"}
+        assert httpx.post(url, json=init, headers=headers, timeout=30).status_code == 401
+        ok = httpx.post(url, json=init, headers=headers | {"Authorization": f"Bearer {TOKEN}"},
+                        timeout=30)
+        assert ok.status_code == 200
+    refused = subprocess.run([sys.executable, "-m", "tideline", "serve", "--http", "--token",
+                              TOKEN, "--port", str(free_port())], env=env_for(tmp_path / "s"),
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 3 and "TIDELINE_MCP_TOKEN" in refused.stderr
+    assert "--token-file" in refused.stderr
+    empty = tmp_path / "empty"
+    empty.write_text("\n")
+    for path in (empty, tmp_path / "missing"):
+        bad = subprocess.run([sys.executable, "-m", "tideline", "serve", "--http",
+                              "--token-file", str(path), "--port", str(free_port())],
+                             env=env_for(tmp_path / "s"), capture_output=True, text=True,
+                             timeout=120)
+        assert bad.returncode == 3 and "token file" in bad.stderr, bad.stderr

@@ -150,3 +150,95 @@ def test_uninstall_removes_the_shim(hermes_home: Path) -> None:
     from hermes_cli.config import load_config
 
     assert not load_config()["memory"].get("provider")
+
+
+HERMES_CONFIG = ('# my Hermes settings\nmodel:\n  default: "anthropic/claude-opus"   # keep\n'
+                 'memory:\n  provider: holographic\n  memory_enabled: true\n')
+
+
+def _hermes(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    exe = Path(sys.executable).parent / "hermes"
+    env = dict(os.environ, HERMES_HOME=str(home))
+    return subprocess.run([str(exe), *args], env=env, capture_output=True, text=True,
+                          timeout=300)
+
+
+def _tideline(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, HERMES_HOME=str(home))
+    return subprocess.run([sys.executable, "-m", "tideline", *args, "--json"], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def _status_provider(home: Path) -> str:
+    proc = _hermes(home, "memory", "status")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [ln.split(":", 1)[1].strip() for ln in proc.stdout.splitlines()
+             if ln.strip().startswith("Provider:")]
+    assert len(lines) == 1, proc.stdout
+    return lines[0]
+
+
+def test_install_replaces_and_uninstall_restores_the_previous_provider(tmp_path: Path) -> None:
+    """Issue 10 item 7: uninstall set `provider: ''` instead of restoring the previous one
+    (`holographic` → `''`) and install replaced another provider without a word. Checked
+    with the real `hermes memory status` and Hermes' own loader."""
+    home = tmp_path / "hermes"
+    home.mkdir()
+    (home / "config.yaml").write_text(HERMES_CONFIG)
+    assert _status_provider(home) == "holographic"
+    before = {p.relative_to(home) for p in home.rglob("*")}
+
+    done = _tideline(home, "install", "hermes")
+    assert done.returncode == 0, done.stderr
+    res = json.loads(done.stdout)
+    assert res["previous_provider"] == "holographic"
+    assert "replacing the memory provider 'holographic'" in done.stderr
+    assert _status_provider(home) == "tideline"
+    loaded = subprocess.run(
+        [sys.executable, "-c", "from plugins.memory import load_memory_provider as load\n"
+         "p = load('tideline'); print(type(p).__module__, type(p).__name__, p.name)"],
+        env=dict(os.environ, HERMES_HOME=str(home)), capture_output=True, text=True,
+        timeout=300)
+    assert loaded.stdout.split() == ["tideline.plugins.hermes", "TidelineMemoryProvider",
+                                     "tideline"], loaded.stderr
+    again = _tideline(home, "install", "hermes")  # re-install: the previous one stays known
+    assert json.loads(again.stdout)["previous_provider"] == "holographic"
+    assert "replacing" not in again.stderr
+
+    gone = _tideline(home, "uninstall", "hermes")
+    assert gone.returncode == 0, gone.stderr
+    assert json.loads(gone.stdout)["restored_provider"] == "holographic"
+    assert _status_provider(home) == "holographic"
+    assert (home / "config.yaml").read_text() == HERMES_CONFIG  # comments and quotes too
+    after = {p.relative_to(home) for p in home.rglob("*")}
+    assert not [p for p in after - before if "tideline" in str(p) or p.parts[0] == "plugins"]
+
+
+def test_uninstall_after_other_config_edits_selects_the_previous_provider(
+        tmp_path: Path) -> None:
+    home = tmp_path / "hermes"
+    home.mkdir()
+    (home / "config.yaml").write_text(HERMES_CONFIG)
+    assert _tideline(home, "install", "hermes").returncode == 0
+    assert _hermes(home, "config", "set", "model.default", "openai/gpt-5").returncode == 0
+    gone = _tideline(home, "uninstall", "hermes")
+    assert gone.returncode == 0, gone.stderr
+    assert _status_provider(home) == "holographic"
+    assert _hermes(home, "config", "get", "model.default").stdout.strip() == "openai/gpt-5"
+    assert (home / "config.yaml.tideline-backup").read_text() == HERMES_CONFIG
+    assert not (home / "plugins" / "tideline").exists()
+
+
+def test_recall_without_a_query_is_an_error(hermes_home: Path) -> None:
+    """Issue 10 item 7: `tideline_recall` with no query abstained instead of erroring."""
+    from plugins.memory import load_memory_provider
+
+    provider: Any = load_memory_provider("tideline")
+    provider.initialize("hs-2", hermes_home=str(hermes_home), platform="cli")
+    try:
+        for args in ({}, {"query": ""}, {"query": "   "}, {"query": 7}):
+            answer = json.loads(provider.handle_tool_call("tideline_recall", args))
+            assert answer["error"]["code"] == "invalid_input", args
+            assert "query" in answer["error"]["message"]
+    finally:
+        provider.shutdown()

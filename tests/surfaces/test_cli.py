@@ -101,3 +101,21 @@ def test_cli_embedder_mismatch(tmp_path: Path) -> None:
     proc = subprocess.run([sys.executable, "-m", "tideline", "recall", "x", "--store",
                            str(store)], capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 20 and "hashing" in proc.stderr and "e5" in proc.stderr
+
+
+def test_version_names_the_distribution() -> None:
+    """Issue 10 item 2: `pip install tideline` installs someone else's project and there is
+    no `tideline --version`. The distribution is `tideline-memory`; the version comes from
+    its metadata and agrees with `tideline.__version__`."""
+    from importlib.metadata import distribution
+
+    import tideline
+
+    dist = distribution("tideline-memory")
+    assert dist.version == tideline.__version__
+    assert dist.entry_points.select(group="console_scripts", name="tideline")
+    assert not dist.entry_points.select(group="hermes_agent.memory_providers")
+    proc = subprocess.run([sys.executable, "-m", "tideline", "--version"], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"tideline-memory {tideline.__version__}\n"

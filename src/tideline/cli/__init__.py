@@ -16,7 +16,10 @@ from typing import Any, TypeVar
 
 import typer
 
-__all__ = ["app", "main"]
+__all__ = ["DISTRIBUTION", "app", "installed_version", "main"]
+
+#: The name on PyPI (``pip install tideline-memory``); import name and command are ``tideline``.
+DISTRIBUTION = "tideline-memory"
 
 app = typer.Typer(
     name="tideline",
@@ -30,6 +33,36 @@ app.add_typer(turns_app, name="turns")
 
 F = TypeVar("F", bound=Callable[..., Any])
 INTERNAL_ERROR = 70
+
+
+def installed_version() -> str:
+    """The installed distribution's version (``importlib.metadata``).
+
+    Falls back to ``tideline.__version__`` with a note when the package runs from a
+    source tree that was never installed.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(DISTRIBUTION)
+    except PackageNotFoundError:
+        from tideline import __version__
+
+        return f"{__version__} (not installed as {DISTRIBUTION})"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        sys.stdout.write(f"{DISTRIBUTION} {installed_version()}\n")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", help="Print the version and exit.",
+                                 callback=_print_version, is_eager=True),
+) -> None:
+    """Tideline: long-term memory for LLM agents."""
 
 
 def emit(data: Any, as_json: bool, text: Callable[[], str] | str | None = None) -> None:

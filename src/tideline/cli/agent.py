@@ -49,11 +49,14 @@ def _open(store: Path | None, namespace: str | None, embedder: str | None,
 def serve(
     http: Annotated[bool, typer.Option("--http", help="Streamable HTTP instead of stdio.")] = False,
     host: Annotated[str, typer.Option(help="HTTP: address to listen on (loopback by "
-                                      "default; anything else needs --token).")] = "127.0.0.1",
+                                      "default; anything else needs a token).")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="HTTP: port.")] = 8765,
+    token_file: Annotated[Path | None, typer.Option(
+        "--token-file", help="HTTP: a file holding the bearer token required on every "
+                             "request (default: $TIDELINE_MCP_TOKEN).")] = None,
     token: Annotated[str | None, typer.Option(
-        help="HTTP: bearer token required on every request (or $TIDELINE_MCP_TOKEN).",
-        envvar="TIDELINE_MCP_TOKEN", show_envvar=True)] = None,
+        "--token", hidden=True, help="Refused: a token on the command line shows in `ps`.")
+    ] = None,
     path: Annotated[str, typer.Option(help="HTTP: endpoint path.")] = "/mcp",
     store: StoreOpt = None, namespace: NsOpt = None, scope: DetectedScope = None,
     embedder: EmbOpt = None,
@@ -65,9 +68,15 @@ def serve(
     """Run the MCP server (stdio by default; --http for streamable HTTP)."""
     import dataclasses
 
-    from tideline.mcp.http import check_binding, serve_http, serve_stdio
+    from tideline.errors import InvalidInput
+    from tideline.mcp.http import ENV_TOKEN, check_binding, read_token, serve_http, serve_stdio
     from tideline.mcp.server import build_server
 
+    if token is not None:
+        # Every user on the machine can read a process's arguments (`ps`, /proc).
+        raise InvalidInput(f"--token would show the secret in `ps`; set {ENV_TOKEN} or pass "
+                           "--token-file instead")
+    token = read_token(token_file) if http else None
     if http:
         check_binding(host, token)
     mem = _open(store, namespace, embedder, scope)
@@ -154,8 +163,9 @@ ProjectDir = Annotated[Path | None, typer.Option("--project-dir", help="Project 
 DryRun = Annotated[bool, typer.Option("--dry-run", help="Show the changes, write nothing.")]
 
 
-def _report(changes: list[FileChange], dry_run: bool, as_json: bool, verb: str) -> None:
-    data = {"dry_run": dry_run, "files": [c.to_dict() for c in changes]}
+def _report(changes: list[FileChange], dry_run: bool, as_json: bool, verb: str,
+            wired: dict[str, Any] | None = None) -> None:
+    data = (wired or {}) | {"dry_run": dry_run, "files": [c.to_dict() for c in changes]}
     if dry_run and not as_json:
         diffs = [c.diff() for c in changes if c.changed]
         emit(data, False, "\n".join(diffs) if diffs else "nothing to change")
@@ -163,55 +173,85 @@ def _report(changes: list[FileChange], dry_run: bool, as_json: bool, verb: str) 
 
     def text() -> str:
         lines = []
+        if wired and "store" in wired:
+            project = wired["project"]
+            unpinned = "not pinned ($TIDELINE_HOME or ~/.tideline)"
+            lines += [f"store:     {wired['store'] or unpinned}",
+                      f"namespace: {wired['namespace'] or 'not pinned ($TIDELINE_NAMESPACE)'}",
+                      f"python:    {wired['python'] or 'tideline found on PATH'}",
+                      f"project:   {project['rule_text']}"]
         for c in changes:
             if not c.changed:
                 lines.append(f"{c.path}: already up to date")
                 continue
+            action = c.to_dict()["action"]
             backup = f" (backup: {c.backup})" if c.backup else ""
-            lines.append(f"{c.path}: {verb}{backup}")
+            lines.append(f"{c.path}: {verb if action == 'updated' else action}{backup}")
             lines.extend(f"  - {x}" for x in c.changes)
+        for pid in (wired or {}).get("warm_stopped", []):
+            lines.append(f"stopped the warm prefetch server (pid {pid})")
         return "\n".join(lines)
 
     emit(data, as_json, text)
+
+
+def _project_rule(scope: str, project_dir: Path | None) -> dict[str, Any]:
+    from tideline.project import detect_project
+
+    here = detect_project(cwd=project_dir or Path.cwd())
+    name = here.name or "global"
+    if scope == "project":
+        text = f"{name} (rule {here.rule}: {here.source or '-'}) for this project's sessions"
+    else:
+        text = (f"detected per session (TIDELINE_PROJECT, CLAUDE_PROJECT_DIR, git root, "
+                f"directory name); here: {name} (rule {here.rule})")
+    return here.to_dict() | {"rule_text": text}
 
 
 @install_app.command("claude")
 @guarded
 def install_claude_cmd(
     scope: ClaudeScope = "user", project_dir: ProjectDir = None, dry_run: DryRun = False,
-    store: Annotated[Path | None, typer.Option("--store", help="Pin this store directory "
-                                               "(default: $TIDELINE_HOME or ~/.tideline "
-                                               "at run time).")] = None,
+    store: Annotated[Path | None, typer.Option("--store", help="Store directory to pin "
+                                               "(default: the one this command uses, "
+                                               "$TIDELINE_HOME or ~/.tideline).")] = None,
     namespace: NsOpt = None,
     portable: Annotated[bool, typer.Option("--portable", help="Write `tideline hook …` and "
                                            "`tideline serve` found on PATH instead of "
-                                           "absolute paths (settings shared in a repo).")
+                                           "absolute paths (settings shared in a repo); "
+                                           "pins only an explicit store/namespace.")
                         ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Write the MCP registration and the five hooks into Claude Code's settings."""
-    from tideline.hooks.install import install_claude
+    """Write the MCP registration and the five hooks, pinned to this store, into Claude Code."""
+    from tideline.hooks.install import install_claude, resolve_pins
 
     if scope not in ("user", "project"):
         raise fail("--scope must be user or project", 3)
-    pinned = store.expanduser().resolve() if store is not None else None
-    changes = install_claude(scope, project_dir=project_dir, store=pinned,  # type: ignore[arg-type]
-                             namespace=namespace, dry_run=dry_run, portable=portable)
-    _report(changes, dry_run, as_json, "updated")
+    pins = resolve_pins(store, namespace, portable=portable)
+    changes = install_claude(scope, project_dir=project_dir,  # type: ignore[arg-type]
+                             store=pins.store, namespace=pins.namespace, dry_run=dry_run,
+                             python=pins.python, portable=portable)
+    wired = pins.to_dict() | {"scope": scope, "project": _project_rule(scope, project_dir)}
+    _report(changes, dry_run, as_json, "updated", wired)
 
 
 @uninstall_app.command("claude")
 @guarded
 def uninstall_claude_cmd(scope: ClaudeScope = "user", project_dir: ProjectDir = None,
                          dry_run: DryRun = False, as_json: JsonOpt = False) -> None:
-    """Remove Tideline's hooks and MCP registration from Claude Code's settings."""
-    from tideline.hooks.install import uninstall_claude
+    """Restore Claude Code's settings as they were before install; stop the warm server."""
+    from tideline.hooks import warm
+    from tideline.hooks.install import installed_stores, uninstall_claude
 
     if scope not in ("user", "project"):
         raise fail("--scope must be user or project", 3)
+    stores = installed_stores(scope, project_dir)  # type: ignore[arg-type]
     changes = uninstall_claude(scope, project_dir=project_dir,  # type: ignore[arg-type]
                                dry_run=dry_run)
-    _report(changes, dry_run, as_json, "cleaned")
+    stopped = [] if dry_run else [pid for home, ns in stores
+                                  if (pid := warm.stop(home, ns)) is not None]
+    _report(changes, dry_run, as_json, "cleaned", {"warm_stopped": stopped})
 
 
 HermesHome = Annotated[Path | None, typer.Option("--hermes-home", help="Hermes home "
@@ -226,6 +266,8 @@ def install_hermes_cmd(hermes_home: HermesHome = None, dry_run: DryRun = False,
     from tideline.plugins.hermes import install_hermes
 
     res = install_hermes(hermes_home, dry_run=dry_run)
+    for warning in res["warnings"]:
+        sys.stderr.write(f"tideline: warning: {warning}\n")
     emit(res, as_json, lambda: "\n".join(res["messages"]))
 
 
@@ -233,7 +275,7 @@ def install_hermes_cmd(hermes_home: HermesHome = None, dry_run: DryRun = False,
 @guarded
 def uninstall_hermes_cmd(hermes_home: HermesHome = None, dry_run: DryRun = False,
                          as_json: JsonOpt = False) -> None:
-    """Remove the Tideline memory provider from Hermes Agent."""
+    """Remove the Tideline memory provider from Hermes Agent; select the previous one."""
     from tideline.plugins.hermes import uninstall_hermes
 
     res = uninstall_hermes(hermes_home, dry_run=dry_run)

@@ -173,6 +173,11 @@ def _prompt(run: _Run) -> HookOutcome:
     from tideline.hooks import warm
 
     query = prompt[: run.config.caps.query_chars]
+    # The first prompt of a session: the server session-start spawned may still be loading
+    # the model; waiting for it (bounded) is faster than loading the model here as well.
+    waited = time.perf_counter()
+    warm.wait_ready(run.config.home, run.config.namespace)
+    waited_ms = round((time.perf_counter() - waited) * 1000, 1)
     answer = warm.ask(run.config.home, run.config.namespace, {
         "op": "prefetch", "query": query, "session": run.session or None,
         "project": run.info.to_dict(), "recent": "bridge"})
@@ -183,8 +188,9 @@ def _prompt(run: _Run) -> HookOutcome:
             query, session=run.session or None, recent="bridge").to_dict(), "process"
     run.journal("inject", {"kind": "prefetch", "tokens": data["tokens"],
                            "tier_tokens": data["tier_tokens"], "rule": run.info.rule,
-                           "served_by": served})
-    summary = {"tokens": data["tokens"], "tier_tokens": data["tier_tokens"], "served_by": served}
+                           "served_by": served, "waited_ms": waited_ms})
+    summary = {"tokens": data["tokens"], "tier_tokens": data["tier_tokens"], "served_by": served,
+               "waited_ms": waited_ms}
     text = str(data.get("text") or "")
     return HookOutcome(stdout=_context(run.event, text) if text else "", summary=summary)
 

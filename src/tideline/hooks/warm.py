@@ -8,11 +8,20 @@ store and namespace that keeps a :class:`~tideline.Memory` (and its model) open;
 when it is absent, busy, stale or broken. The answer is the same either way — the
 server calls the same :meth:`Memory.inject_prefetch`.
 
+The first prompt of a session usually arrives while that server is still loading the
+model. ``session-start`` leaves a *starting* marker (the child's pid) beside the
+socket; while it is there and the child lives, the ``prompt`` hook waits for the socket
+— at most ``$TIDELINE_WARM_WAIT`` seconds (default 10) — instead of loading the model a
+second time in its own process. The server loads the model and runs one unlogged
+prefetch (index, full-text pages) before it opens the socket, so the first answer is as
+quick as the later ones.
+
 * The socket lives in a private directory (``$XDG_RUNTIME_DIR`` or the temp dir,
   ``tideline-<uid>/``, mode 0700); only the same user can connect.
 * One server per store: an exclusive ``flock`` on a lock file beside the socket.
 * It exits after ``$TIDELINE_WARM_IDLE`` seconds without a request (default 1800),
-  when the store's embedder changes, or when the client's Tideline version differs.
+  when the store's embedder changes, when the client's Tideline version differs, or on
+  a ``stop`` request (:func:`stop`; ``tideline uninstall claude`` sends it).
 * ``TIDELINE_WARM``: ``auto`` (default) starts it only for stores whose embedder loads a
   model (e5, http), ``always`` for any store, ``0``/``off`` never (the prompt hook then
   always works in-process).
@@ -34,11 +43,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["alive", "ask", "enabled", "mode", "serve", "socket_path", "spawn", "wanted"]
+__all__ = ["alive", "ask", "enabled", "mode", "serve", "socket_path", "spawn", "stop",
+           "wait_ready", "wanted"]
 
 ENV_SWITCH = "TIDELINE_WARM"
 ENV_IDLE = "TIDELINE_WARM_IDLE"
+ENV_WAIT = "TIDELINE_WARM_WAIT"
 DEFAULT_IDLE_S = 1800.0
+DEFAULT_WAIT_S = 10.0
+#: How long a new server tries for the store's lock (a prompt hook may probe it briefly).
+LOCK_PATIENCE_S = 2.0
 MAX_MESSAGE = 1024 * 1024
 
 
@@ -107,14 +121,7 @@ def _receive(conn: socket.socket) -> dict[str, Any]:
     return data
 
 
-def ask(home: Path, namespace: str, request: dict[str, Any], *,
-        timeout: float = 20.0) -> dict[str, Any] | None:
-    """Send one request to the warm server; None when there is none or it failed."""
-    if not enabled():
-        return None
-    path = socket_path(home, namespace)
-    if not path.exists():
-        return None
+def _request(path: Path, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
     from tideline import __version__
 
     try:
@@ -129,14 +136,87 @@ def ask(home: Path, namespace: str, request: dict[str, Any], *,
     return answer if answer.get("ok") else None
 
 
+def ask(home: Path, namespace: str, request: dict[str, Any], *,
+        timeout: float = 20.0) -> dict[str, Any] | None:
+    """Send one request to the warm server; None when there is none or it failed."""
+    if not enabled():
+        return None
+    path = socket_path(home, namespace)
+    if not path.exists():
+        return None
+    return _request(path, request, timeout)
+
+
 def alive(home: Path, namespace: str) -> bool:
     """Whether a warm server answers on the socket."""
     return ask(home, namespace, {"op": "ping"}, timeout=2.0) is not None
 
 
+def _marker(home: Path, namespace: str) -> Path:
+    return socket_path(home, namespace).with_suffix(".starting")
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _starting_pid(home: Path, namespace: str) -> int | None:
+    """The pid of a server that was spawned and has not opened its socket yet."""
+    try:
+        pid = int(_marker(home, namespace).read_text(encoding="ascii").strip())
+    except (OSError, ValueError):
+        return None
+    return pid if pid > 0 and _pid_alive(pid) else None
+
+
+def wait_ready(home: Path, namespace: str, *, limit: float | None = None) -> bool:
+    """Wait (bounded) for a server that ``session-start`` spawned to open its socket.
+
+    Returns at once when the socket is there, or when no server is starting.
+
+    Args:
+        home: the store directory.
+        namespace: the namespace.
+        limit: the longest wait in seconds (default ``$TIDELINE_WARM_WAIT`` or 10).
+
+    Returns:
+        Whether the socket is there now.
+    """
+    if not enabled():
+        return False
+    path = socket_path(home, namespace)
+    if path.exists():
+        return True
+    pid = _starting_pid(home, namespace)
+    if pid is None:
+        return False
+    if limit is None:
+        try:
+            limit = float(os.environ.get(ENV_WAIT) or DEFAULT_WAIT_S)
+        except ValueError:
+            limit = DEFAULT_WAIT_S
+    deadline = time.monotonic() + max(0.0, limit)
+    step = 0.005
+    while time.monotonic() < deadline:
+        if path.exists():
+            return True
+        if not _pid_alive(pid):
+            return path.exists()
+        time.sleep(step)
+        step = min(0.05, step * 1.5)
+    return path.exists()
+
+
 def spawn(home: Path, namespace: str) -> bool:
     """Start the warm server in the background unless one runs; returns True if started."""
-    if not wanted(home) or alive(home, namespace):
+    if not wanted(home) or _starting_pid(home, namespace) is not None or \
+            alive(home, namespace):
         return False
     cmd = [sys.executable, "-m", "tideline.hooks.warm", "--store", str(home),
            "--namespace", namespace]
@@ -150,8 +230,37 @@ def spawn(home: Path, namespace: str) -> bool:
                               "stderr": subprocess.DEVNULL, "close_fds": True, "env": env}
     if os.name == "posix":
         kwargs["start_new_session"] = True
-    subprocess.Popen(cmd, **kwargs)  # noqa: S603 - our own interpreter and module
+    marker = _marker(home, namespace)
+    _private_dir(marker.parent)
+    child = subprocess.Popen(cmd, **kwargs)  # noqa: S603 - our own interpreter and module
+    # The first prompt hook reads this to wait for the socket instead of loading the model.
+    tmp = marker.with_name(f".{marker.name}.{os.getpid()}")
+    tmp.write_text(str(child.pid), encoding="ascii")
+    os.replace(tmp, marker)
     return True
+
+
+def stop(home: Path, namespace: str, *, timeout: float = 15.0) -> int | None:
+    """Stop the warm server of a store (also one still starting); returns its pid or None.
+
+    Works whatever ``TIDELINE_WARM`` says, and on a server of another Tideline version
+    (which steps down on any request of this one).
+    """
+    path = socket_path(home, namespace)
+    deadline = time.monotonic() + timeout
+    pid = _starting_pid(home, namespace)
+    while pid is not None and not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)  # still loading the model: it answers once its socket is open
+        if not _pid_alive(pid):
+            break
+    # A server of another version answers "stale" to any request, and steps down too.
+    answer = _request(path, {"op": "stop"}, 5.0) if path.exists() else None
+    stopped = int(answer["pid"]) if answer and "pid" in answer else pid
+    if stopped is None:
+        return None
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return stopped
 
 
 def _answer(mem: Any, request: dict[str, Any]) -> dict[str, Any]:
@@ -159,7 +268,7 @@ def _answer(mem: Any, request: dict[str, Any]) -> dict[str, Any]:
     from tideline.project import ProjectInfo
 
     op = request.get("op")
-    if op == "ping":
+    if op in ("ping", "stop"):
         return {"ok": True, "pid": os.getpid()}
     if op != "prefetch":
         return {"ok": False, "error": f"unknown op {op!r}"}
@@ -175,6 +284,17 @@ def _answer(mem: Any, request: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "result": result.to_dict()}
 
 
+def _clear_marker(home: Path, namespace: str) -> None:
+    marker = _marker(home, namespace)
+    try:
+        if int(marker.read_text(encoding="ascii").strip()) != os.getpid():
+            return  # a newer spawn's marker
+    except (OSError, ValueError):
+        return
+    with contextlib.suppress(FileNotFoundError):
+        marker.unlink()
+
+
 def serve(home: Path, namespace: str, *, idle: float | None = None) -> int:
     """Run the warm server until idle; returns the exit status."""
     import fcntl
@@ -186,13 +306,31 @@ def serve(home: Path, namespace: str, *, idle: float | None = None) -> int:
     path = socket_path(home, namespace)
     _private_dir(path.parent)
     lock = open(path.with_suffix(".lock"), "a+")  # noqa: SIM115 - held for the lifetime
-    try:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return 0  # another warm server owns this store
+    patience = time.monotonic() + LOCK_PATIENCE_S
+    while True:
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except OSError:
+            if time.monotonic() > patience:
+                lock.close()
+                _clear_marker(home, namespace)
+                return 0  # another warm server owns this store
+            time.sleep(0.05)
     idle_s = idle if idle is not None else float(os.environ.get(ENV_IDLE) or DEFAULT_IDLE_S)
-    mem = Memory.open(home, namespace=namespace)
-    mem.embedder.embed_query("warm up")  # load the model before the first prompt arrives
+    try:
+        mem = Memory.open(home, namespace=namespace)
+        # Load the model, the vector index and the full-text pages before the first prompt
+        # arrives: one prefetch that journals nothing.
+        mem.embedder.embed_query("warm up")
+        from tideline.errors import TidelineError
+
+        with contextlib.suppress(TidelineError):  # a warm-up, not an answer anyone waits for
+            mem.inject_prefetch("warm up", recent="bridge", log=False)
+    except BaseException:
+        _clear_marker(home, namespace)
+        lock.close()
+        raise
     marker = mem.embedder.marker
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
@@ -201,6 +339,7 @@ def serve(home: Path, namespace: str, *, idle: float | None = None) -> int:
         server.bind(str(path))
         os.chmod(path, 0o600)
         server.listen(8)
+        _clear_marker(home, namespace)
         last = time.monotonic()
         while True:
             server.settimeout(max(1.0, min(30.0, idle_s)))
@@ -224,7 +363,10 @@ def serve(home: Path, namespace: str, *, idle: float | None = None) -> int:
                     return 0
                 with contextlib.suppress(OSError):
                     _send(conn, _answer(mem, request))
+                if request.get("op") == "stop":
+                    return 0
     finally:
+        _clear_marker(home, namespace)
         server.close()
         with contextlib.suppress(FileNotFoundError):
             path.unlink()

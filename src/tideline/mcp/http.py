@@ -1,8 +1,9 @@
 """Transports: stdio, and streamable HTTP behind a bearer token.
 
 HTTP listens on loopback by default. Listening on any other address requires a
-token (``--token`` or ``TIDELINE_MCP_TOKEN``), checked on every request in
-constant time; a token given on loopback is enforced too. The SDK's DNS
+token (``TIDELINE_MCP_TOKEN`` or ``--token-file``, never a command-line value, which
+``ps`` would show to every user), checked on every request in constant time; a token
+given on loopback is enforced too. The SDK's DNS
 rebinding protection stays on for loopback hosts.
 """
 
@@ -11,6 +12,9 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
@@ -18,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tideline.errors import InvalidInput
 
-__all__ = ["BearerAuth", "is_loopback", "serve_http", "serve_stdio"]
+__all__ = ["BearerAuth", "is_loopback", "read_token", "serve_http", "serve_stdio"]
 
 ENV_TOKEN = "TIDELINE_MCP_TOKEN"  # noqa: S105 - the variable's name, not a secret
 MIN_TOKEN_CHARS = 16
@@ -64,6 +68,30 @@ class BearerAuth:
         await send({"type": "http.response.body", "body": body})
 
 
+def read_token(token_file: str | Path | None = None,
+               env: Mapping[str, str] | None = None) -> str | None:
+    """The bearer token: from ``token_file`` when given, else ``$TIDELINE_MCP_TOKEN``.
+
+    Surrounding whitespace (a trailing newline) is dropped. Neither source puts the
+    secret into the process's command line.
+
+    Raises:
+        InvalidInput: the file cannot be read or holds no token.
+    """
+    if token_file is not None:
+        path = Path(token_file).expanduser()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise InvalidInput(f"cannot read the token file {path}: {exc}") from exc
+        token = text.strip()
+        if not token:
+            raise InvalidInput(f"the token file {path} is empty")
+        return token
+    value = ((os.environ if env is None else env).get(ENV_TOKEN) or "").strip()
+    return value or None
+
+
 def check_binding(host: str, token: str | None) -> None:
     """Refuse to listen beyond loopback without a token.
 
@@ -74,7 +102,7 @@ def check_binding(host: str, token: str | None) -> None:
         raise InvalidInput(f"the bearer token must have at least {MIN_TOKEN_CHARS} characters")
     if not is_loopback(host) and not token:
         raise InvalidInput(f"listening on {host} (not loopback) requires a bearer token: "
-                           f"pass --token or set {ENV_TOKEN}")
+                           f"set {ENV_TOKEN} or pass --token-file")
 
 
 def http_app(server: MCPServer[Any], *, host: str, token: str | None,
