@@ -19,6 +19,7 @@ import numpy as np
 
 from tideline.errors import EmbedderMismatch, NotFound
 from tideline.models import Edge, MemoryRecord, Turn
+from tideline.secrets import redact_json
 from tideline.store import lexical
 from tideline.store.connection import Database
 from tideline.store.view import placeholders
@@ -717,8 +718,7 @@ class SQLiteStore:
         memory_id: int | None = None, now: float | None = None,
     ) -> None:
         """Append one event to the journal (inside ``c`` if given, else its own transaction)."""
-        row = (now or time.time(), self.namespace, kind, memory_id,
-               json.dumps(data, ensure_ascii=False, default=str))
+        row = (now or time.time(), self.namespace, kind, memory_id, redact_json(data))
         sql = "INSERT INTO events(ts, namespace, kind, memory_id, data) VALUES (?,?,?,?,?)"
         if c is not None:
             c.execute(sql, row)
