@@ -62,6 +62,8 @@ def test_issue_9_item_9_reproducers() -> None:
 def test_only_the_secret_is_replaced_and_context_stays() -> None:
     out, _ = redact_secrets("export GITHUB_TOKEN=ghp_" + "a1B2" * 9 + " && make release")
     assert out == "export GITHUB_TOKEN=[REDACTED:github-token] && make release"
+    assert redact_secrets("mysql://etl:Zc#4?w@10.0.0.7/etl")[0] == \
+        "mysql://etl:[REDACTED:url-password]@10.0.0.7/etl"  # '#' and '?' unescaped
     yaml = "db:\n  user: app\n  password: sunshine\n  host: db.internal\n"
     assert redact_secrets(yaml)[0] == yaml.replace("sunshine", "[REDACTED:password]")
 

@@ -138,7 +138,9 @@ _RULES: tuple[_Rule, ...] = (
           r"(?=[A-Za-z0-9+/=]*[0-9+/=])[A-Za-z0-9+/]{12,}={0,2})(?![A-Za-z0-9+/=])",
           "basic"),
     # -- credentials in URLs and assignments ------------------------------------------
-    _rule("url-password", r"://[^\s:/?#@\"'<>]{0,256}:(?P<v>[^\s@/?#\"'<>]{1,256})@"),
+    # A password in a URL may hold anything but a slash (people do not percent-encode
+    # ``#`` or ``?``); it runs to the last ``@`` before the host.
+    _rule("url-password", r"://[^\s:/?#@\"'<>]{0,256}:(?P<v>[^\s/\"'<>]{1,256})@"),
     _rule("password", r"(?i:pass(?:word|wd|phrase)|pwd)" + _NAME_END + _VALUE,
           "pass", "pwd", assignment=True),
     _rule("password", r"(?i:pass)(?<=[_.-](?i:pass))" + _NAME_END + _VALUE,
