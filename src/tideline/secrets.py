@@ -55,7 +55,7 @@ def _rule(label: str, pattern: str, *keywords: str, edge: str | None = None,
 
 
 # An assignment's value: quoted (JSON, YAML, shell) or bare up to a delimiter.
-_NAME_END = r"(?![A-Za-z0-9_])[\"']?\s*(?P<sep>=>|:=|[:=])\s*"
+_NAME_END = r"(?![A-Za-z0-9_])[\"']?[ \t]*(?P<sep>=>|:=|[:=])[ \t]*"
 _VALUE = (r"(?:\"(?P<v>(?:[^\"\\\n]|\\.){1,1000})\"|'(?P<v2>[^'\n]{1,1000})'"
           r"|(?P<v3>[^\s\"',;&<>]{1,1000}))")
 _SHAPED_VALUE = (r"(?:\"(?P<v>[^\"\\\n]{8,1000})\"|'(?P<v2>[^'\n]{8,1000})'"
@@ -258,7 +258,7 @@ _SECRETISH = re.compile(r"[0-9!@#$%^&*_+=~?/\\-]")
 def _plausible(m: re.Match[str], text: str, start: int, end: int) -> bool:
     """Whether an assignment's value may be a secret (see :class:`_Rule`)."""
     value = text[start:end].strip()
-    if _PLACEHOLDER.match(value):
+    if value.startswith("[REDACTED:") or _PLACEHOLDER.match(value):
         return False
     name_at = m.start()
     if name_at and text[name_at - 1].isalnum() and not (
