@@ -311,17 +311,23 @@ def redact_secrets(text: str) -> tuple[str, list[str]]:
         The redacted text and the labels found, first occurrence order, each once
         (empty when none).
     """
-    found = find_secrets(text)
-    if not found:
-        return text, []
-    parts: list[str] = []
-    pos = 0
-    for start, end, label in found:
-        parts.append(text[pos:start])
-        parts.append(f"[REDACTED:{label}]")
-        pos = end
-    parts.append(text[pos:])
-    return "".join(parts), list(dict.fromkeys(label for _, _, label in found))
+    labels: list[str] = []
+    # Secrets written back to back hide each other behind the edge checks; once one is
+    # replaced its neighbour stands free, so passes repeat until nothing more is found.
+    for _ in range(4):
+        found = find_secrets(text)
+        if not found:
+            break
+        parts: list[str] = []
+        pos = 0
+        for start, end, label in found:
+            parts.append(text[pos:start])
+            parts.append(f"[REDACTED:{label}]")
+            pos = end
+        parts.append(text[pos:])
+        text = "".join(parts)
+        labels.extend(label for _, _, label in found)
+    return text, list(dict.fromkeys(labels))
 
 
 def redact_json(data: Any) -> str:
