@@ -20,7 +20,8 @@ StoreOpt = Annotated[Path | None, typer.Option("--store", help="Store directory 
 NsOpt = Annotated[str | None, typer.Option("--namespace", help="A separate memory in the store.")]
 ScopeOpt = Annotated[str | None, typer.Option("--scope", help="Project scope (default: global "
                                               "for writes; $TIDELINE_PROJECT for recall).")]
-EmbOpt = Annotated[str | None, typer.Option("--embedder", help="e5 (default), hashing or http.")]
+EmbOpt = Annotated[str | None, typer.Option(
+    "--embedder", help="e5 (default), hashing, http or none (full text only).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
@@ -119,9 +120,9 @@ def write(
 
 
 def _write_line(d: dict[str, Any]) -> str:
-    near = f" (nearest #{d['nearest']}, cos {d['similarity']:.3f})" if d.get("nearest") else ""
-    replay = " [replayed: already stored]" if d.get("replayed") else ""
-    return f"{d['decision']} → memory #{d['id']} in {d['scope']}{near}{replay}"
+    from tideline.render import write_line  # one wording for the CLI and the MCP server
+
+    return write_line(d)
 
 
 @app.command()

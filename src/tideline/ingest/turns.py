@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from tideline.config import Caps
-from tideline.embed.base import Embedder
+from tideline.embed.base import Embedder, Vectors
 from tideline.errors import InvalidInput
 from tideline.models import ImportResult, Turn
 from tideline.store.sqlite import SQLiteStore, turn_embed_text
@@ -79,8 +79,13 @@ def prepare_turns(
 def store_turns(
     store: SQLiteStore, embedder: Embedder, turns: list[Turn], *,
     progress: Callable[[int, int], None] | None = None,
+    embed: Callable[[Sequence[str]], Vectors | None] | None = None,
 ) -> ImportResult:
-    """Embed and insert turns that are not stored yet."""
+    """Embed and insert turns that are not stored yet.
+
+    ``embed`` (default: the embedder's) may return None when the embedder is
+    unavailable: the turns are stored all the same, their vectors pending.
+    """
 
     seen = store.existing_turn_keys([(t.source, t.message_id) for t in turns])
     fresh: list[Turn] = []
@@ -102,9 +107,10 @@ def store_turns(
                 t.session, t.turn_index)
             texts.append(turn_embed_text(t.speaker, t.text, prev.speaker if prev else None,
                                          prev.text if prev else None))
-        vectors = embedder.embed_passages(texts)
+        vectors = (embed or embedder.embed_passages)(texts)
         with store.db.write() as c:
-            for turn, vec in zip(chunk, vectors, strict=True):
+            for turn, vec in zip(chunk, vectors if vectors is not None else [None] * len(chunk),
+                                 strict=True):
                 tid = store.insert_turn(c, turn, vec)
                 if tid:
                     inserted.append(tid)

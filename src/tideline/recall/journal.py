@@ -48,6 +48,8 @@ class RecallJournal:
             "scope": packet.scope,
             "tier": self.tier,
         }
+        if packet.degraded:
+            data["degraded"] = packet.degraded
         with self.store.db.write() as c:
             cur = c.execute(
                 "INSERT INTO events(ts, namespace, kind, memory_id, data) VALUES (?,?,?,?,?)",

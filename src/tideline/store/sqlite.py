@@ -42,6 +42,16 @@ _TURN_COLUMNS = (
 )
 
 
+PENDING_FLAG = "vectors_pending"
+
+
+def mark_pending(c: sqlite3.Connection) -> None:
+    """Note, inside the writer's transaction, that a row was stored without its vector
+    (the embedder was unavailable; :mod:`tideline.store.pending` fills it in later)."""
+    c.execute("INSERT INTO db_meta(key, value) VALUES (?, '1') "
+              "ON CONFLICT(key) DO UPDATE SET value = '1'", (PENDING_FLAG,))
+
+
 def _jtuple(raw: str) -> tuple[Any, ...]:
     return () if raw == "[]" else tuple(json.loads(raw))
 
@@ -283,6 +293,8 @@ class SQLiteStore:
         self._index_memory(c, mid, rec)
         if vector is not None:
             self._put_vector(c, self.space("m", rec.scope), mid, vector)
+        else:
+            mark_pending(c)
         return mid
 
     def _index_memory(self, c: sqlite3.Connection, mid: int, rec: MemoryRecord) -> None:
@@ -606,6 +618,8 @@ class SQLiteStore:
         c.execute("INSERT INTO turns_tri(rowid, body) VALUES (?, ?)", (tid, body))
         if vector is not None:
             self._put_vector(c, self.space("t", turn.scope), tid, vector)
+        else:
+            mark_pending(c)
         return tid
 
     def previous_turn(self, session: str, turn_index: int) -> Turn | None:
