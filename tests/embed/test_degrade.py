@@ -254,3 +254,27 @@ def test_none_embedder_store_is_full_text_only(tmp_path: Path) -> None:
         mem.reembed(hashing())
         assert _vector_rows(mem)[2] == 0
         assert mem.recall("Fridays deploys", scope="atlas").degraded is None
+
+
+def test_mcp_recall_and_memorize_report_the_degraded_state(tmp_path: Path) -> None:
+    """Issue 9, item 10, through MCP: ``memorize`` and ``recall`` answered
+    ``embedder_error`` while the embedder was down."""
+    from tests.mcp.conftest import run_with, text_of
+
+    from mcp import Client
+
+    flaky = Flaky()
+    config = dataclasses.replace(Config.load(home=tmp_path / "s"), embed_cooldown_s=0.0)
+    with Memory.open(tmp_path / "s", embedder=flaky, config=config) as mem:
+        flaky.broken = True
+
+        async def body(client: Client) -> tuple[Any, Any]:
+            wrote = await client.call_tool("memorize", {"text": "E1234 came from the CSV"})
+            found = await client.call_tool("recall", {"query": "E1234"})
+            return wrote, found
+
+        wrote, found = run_with(mem, body)
+        assert not wrote.is_error and wrote.structured_content["memory"]["vector_pending"]
+        assert "vector pending" in text_of(wrote)
+        assert not found.is_error and found.structured_content["degraded"] == "lexical"
+        assert "degraded" in text_of(found) and "E1234" in text_of(found)
