@@ -18,6 +18,10 @@ $(VENV)/.stamp-dev: pyproject.toml $(VENV)/.stamp-base
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
 
+$(VENV)/.stamp-bench: pyproject.toml $(VENV)/.stamp-base
+	$(PY) -m pip install -q -e '.[bench]'
+	touch $@
+
 demo: $(VENV)/.stamp-base
 	$(PY) -m tideline.demo
 
@@ -51,13 +55,14 @@ lint: $(VENV)/.stamp-dev
 # takes most of an hour on two cores; later runs measure the queries only.
 BENCH_STORES ?= .bench-stores
 
-bench: $(VENV)/.stamp-base
+bench: $(VENV)/.stamp-bench
 	$(PY) -m tideline.bench real
 	$(PY) -m tideline.bench conversation
 	$(PY) -m tideline.bench recall --sizes 10000,100000 --keep $(BENCH_STORES)
 	$(PY) -m tideline.bench multihop
 	$(PY) -m tideline.bench sleep --n 100000
 	$(PY) -m tideline.bench hooks --runs 10
+	$(PY) -m tideline.bench secrets
 
 stress: $(VENV)/.stamp-dev
 	$(PY) -m pytest -q -m stress

@@ -185,7 +185,7 @@ class Config:
     Attributes:
         home: the store directory.
         namespace: a fully separate memory inside the same store directory.
-        embedder: ``e5`` (default), ``hashing`` or ``http``.
+        embedder: ``e5`` (default), ``hashing``, ``http`` or ``none`` (full text only).
         busy_timeout_ms: SQLite busy timeout per attempt.
         busy_retries: bounded retries (with jitter) after the timeout.
         backups_keep: backups kept by sleep (0 disables).
@@ -209,6 +209,9 @@ class Config:
     backups_keep: int = 10
     write_retry_window_s: float = 600.0
     agent_name: str = ""
+    embed_cooldown_s: float = 30.0
+    """After an embedder failure, recall and writes skip it for this long (full text
+    meanwhile), so a down endpoint costs one timeout per interval, not one per call."""
     caps: Caps = field(default_factory=Caps)
     recall: RecallTuning = field(default_factory=RecallTuning)
     dynamics: Dynamics = field(default_factory=Dynamics)

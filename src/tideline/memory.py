@@ -13,7 +13,7 @@ from tideline.cognition import CognitionMixin
 from tideline.config import Config
 from tideline.dream.mixin import DreamMixin
 from tideline.dynamics import reinforce, retention, weaken
-from tideline.embed import Embedder, embedder_from_marker, make_embedder
+from tideline.embed import Embedder, EmbedGuard, embedder_from_marker, make_embedder
 from tideline.errors import InputTooLarge, InvalidInput
 from tideline.inject.mixin import InjectMixin
 from tideline.models import (
@@ -64,15 +64,26 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
 
     def __init__(self, config: Config, embedder: Embedder, *, project: str | None = None) -> None:
         self.config = config
-        self.embedder = embedder
         self.project = project
         self.store = SQLiteStore(
             config.home, config.namespace, embedder.marker,
             busy_timeout_ms=config.busy_timeout_ms, retries=config.busy_retries,
         )
+        self._use_embedder(embedder)
+
+    def _use_embedder(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+        self.embed_guard = EmbedGuard(embedder, cooldown_s=self.config.embed_cooldown_s,
+                                      on_change=self._embedder_changed)
         self.vectors = VectorSpaces(self.store, embedder.dim, embedder.marker)
-        self._writer = Writer(self.store, embedder, self.vectors, config)
-        self._engine = RecallEngine(self.store, embedder, self.vectors, config)
+        self._writer = Writer(self.store, embedder, self.vectors, self.config,
+                              guard=self.embed_guard)
+        self._engine = RecallEngine(self.store, embedder, self.vectors, self.config,
+                                    guard=self.embed_guard)
+
+    def _embedder_changed(self, state: str, data: dict[str, Any]) -> None:
+        # Journaled on the change only (down, then up again), not on every degraded call.
+        self.store.log_event(None, "embedder", {"state": state, **data})
 
     @classmethod
     def open(
@@ -89,8 +100,9 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         Args:
             home: the store directory (default ``$TIDELINE_HOME`` or ``~/.tideline``).
             namespace: a fully separate memory inside the directory.
-            embedder: ``e5`` (default for new stores), ``hashing``, ``http`` or an instance;
-                when omitted, an existing store opens with the embedder it was built with.
+            embedder: ``e5`` (default for new stores), ``hashing``, ``http``, ``none`` (no
+                vectors: full text only) or an instance; when omitted, an existing store
+                opens with the embedder it was built with.
             project: the current project (recall sees it plus ``global``; writes go
                 to it); ``global`` for none. Default: detected by the project rules
                 (:func:`tideline.project.detect_project`: ``$TIDELINE_PROJECT``, the
@@ -354,8 +366,11 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             batch, scope=self._scope(scope, write=True), source=clean_name(source, "source", caps),
             session=session, caps=caps, next_index=self.store.next_turn_index, salt=salt,
         )
-        return store_turns(self.store, self.embedder, prepared, progress=progress,
-                           txn_turns=caps.import_batch)
+        result = store_turns(self.store, self.embedder, prepared, progress=progress,
+                             txn_turns=caps.import_batch, embed=self.embed_guard.passages)
+        if result.inserted and not self.embed_guard.down:
+            self._writer.fill_pending()
+        return result
 
     # -- recall ---------------------------------------------------------------------------
 
@@ -583,9 +598,6 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             else embedder
         result = reembed_mod.run(self.store, new, progress=progress)
         self.vectors.close()
-        self.embedder = new
         self.store.marker = new.marker
-        self.vectors = VectorSpaces(self.store, new.dim, new.marker)
-        self._writer = Writer(self.store, new, self.vectors, self.config)
-        self._engine = RecallEngine(self.store, new, self.vectors, self.config)
+        self._use_embedder(new)
         return result

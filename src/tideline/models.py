@@ -206,6 +206,8 @@ class WriteResult:
         similarity: cosine to the nearest memory in scope (0 if none).
         nearest: that nearest memory's id, if any.
         replayed: True when the idempotency key had been seen: nothing changed.
+        vector_pending: the embedder was unavailable: the memory is stored and found
+            by full text; its vector is filled in once the embedder answers again.
     """
 
     id: int
@@ -214,6 +216,7 @@ class WriteResult:
     nearest: int | None = None
     replayed: bool = False
     scope: str = "global"
+    vector_pending: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -282,6 +285,9 @@ class RecallPacket:
     considered: int = 0
     filters: dict[str, Any] = field(default_factory=dict)
     signals: dict[str, float] = field(default_factory=dict)
+    degraded: str | None = None
+    """``"lexical"`` when the embedder was unavailable (or the store has none): the
+    items come from full text, the graph and dates only; None normally."""
 
     @property
     def memories(self) -> tuple[RecallItem, ...]:
@@ -307,6 +313,7 @@ class RecallPacket:
             "considered": self.considered,
             "signals": self.signals,
             "filters": self.filters,
+            "degraded": self.degraded,
         }
 
 

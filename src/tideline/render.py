@@ -107,7 +107,10 @@ def write_line(result: dict[str, Any]) -> str:
     near = (f" (nearest #{result['nearest']}, cos {result['similarity']:.3f})"
             if result.get("nearest") else "")
     replay = " [replayed: already stored]" if result.get("replayed") else ""
-    return f"{result['decision']} → memory #{result['id']} in {result['scope']}{near}{replay}"
+    pending = (" [vector pending: embedder unavailable, found by full text meanwhile]"
+               if result.get("vector_pending") else "")
+    return (f"{result['decision']} → memory #{result['id']} in {result['scope']}{near}{replay}"
+            f"{pending}")
 
 
 def item_line(item: RecallItem) -> str:
@@ -124,15 +127,17 @@ def item_line(item: RecallItem) -> str:
 
 def packet_text(packet: RecallPacket) -> str:
     """The whole packet as readable text."""
+    note = (" [degraded: full text and graph only, the embedder is unavailable]"
+            if packet.degraded else "")
     if packet.abstained and not packet.items:
         return (f"No trustworthy memory for {packet.query!r} "
-                f"(abstained; best similarity {packet.best_similarity:.2f}).")
+                f"(abstained; best similarity {packet.best_similarity:.2f}).{note}")
     lines = [item_line(i) for i in packet.items]
     if packet.abstained:
         lines.insert(0, f"Abstained: nothing trustworthy for {packet.query!r}; "
                         "weak candidates only:")
     lines.append(f"— {len(packet.items)} item(s) in {packet.latency_ms:.1f} ms"
-                 f"{' (abstained)' if packet.abstained else ''}")
+                 f"{' (abstained)' if packet.abstained else ''}{note}")
     return "\n".join(lines)
 
 

@@ -24,7 +24,8 @@ ScopeOpt = Annotated[str | None, typer.Option("--scope", help="Project scope, or
                                               "$TIDELINE_PROJECT, the client's project dir, "
                                               "the git work tree, the directory; writes of "
                                               "preference/identity default to global).")]
-EmbOpt = Annotated[str | None, typer.Option("--embedder", help="e5 (default), hashing or http.")]
+EmbOpt = Annotated[str | None, typer.Option(
+    "--embedder", help="e5 (default), hashing, http or none (full text only).")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 # weight = (0.35·importance + 0.25·emotional + 0.25·recurrence + 0.15·unresolved − 1) / 4
 ImportanceOpt = Annotated[int, typer.Option(help="1–5: how much it matters (weight share "
@@ -139,9 +140,9 @@ def write(
 
 
 def _write_line(d: dict[str, Any]) -> str:
-    near = f" (nearest #{d['nearest']}, cos {d['similarity']:.3f})" if d.get("nearest") else ""
-    replay = " [replayed: already stored]" if d.get("replayed") else ""
-    return f"{d['decision']} → memory #{d['id']} in {d['scope']}{near}{replay}"
+    from tideline.render import write_line  # one wording for the CLI and the MCP server
+
+    return write_line(d)
 
 
 @app.command()

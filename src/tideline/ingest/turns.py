@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tideline.config import Caps
-from tideline.embed.base import Embedder
+from tideline.embed.base import Embedder, Vectors
 from tideline.errors import InvalidInput
 from tideline.models import ImportResult, Turn, derived_turn_id
 from tideline.store.sqlite import SQLiteStore, turn_embed_text
@@ -132,8 +132,12 @@ def prepare_turns(
 def store_turns(
     store: SQLiteStore, embedder: Embedder, turns: list[Turn], *,
     progress: Callable[[int, int], None] | None = None, txn_turns: int = 500,
+    embed: Callable[[Sequence[str]], Vectors | None] | None = None,
 ) -> ImportResult:
     """Embed and insert turns that are not stored yet, ``txn_turns`` per transaction.
+
+    ``embed`` (default: the embedder's) may return None when the embedder is
+    unavailable: the turns are stored all the same, their vectors pending.
 
     Embedding happens before each transaction, never inside one; each transaction
     stores its turns whole or not at all, so an import killed at any point leaves a
@@ -163,7 +167,8 @@ def store_turns(
                     t.session, t.turn_index)
                 texts.append(turn_embed_text(t.speaker, t.text, prev.speaker if prev else None,
                                              prev.text if prev else None))
-            vectors.extend(embedder.embed_passages(texts))
+            got = (embed or embedder.embed_passages)(texts)
+            vectors.extend(got if got is not None else [None] * len(chunk))
             if progress is not None:
                 progress(part_start + start + len(chunk), total)
         with store.db.write() as c:

@@ -12,6 +12,11 @@ The packet abstains when nothing is trustworthy: the best cosine is under the
 embedder's abstention floor and no candidate covers enough of the query's
 keywords. Graph spread then adds neighbours of the strongest hits over typed
 edges (``related``, ``co_recall``, ``contradicts``), hop by hop.
+
+When the embedder is unavailable (or the store has none) recall degrades instead of
+failing: the vector side and cluster routing are skipped, every similarity is 0,
+the full-text side, the graph and date windows answer, and the packet carries
+``degraded="lexical"``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import numpy as np
 from tideline.config import Config
 from tideline.dynamics import retention
 from tideline.embed.base import Embedder
+from tideline.embed.guard import EmbedGuard
 from tideline.models import MemoryRecord, RecallItem, RecallPacket, Turn, iso
 from tideline.recall import when
 from tideline.recall.routing import ClusterRouter
@@ -57,10 +63,12 @@ class RecallEngine:
     """Runs recall for one store."""
 
     def __init__(
-        self, store: SQLiteStore, embedder: Embedder, vectors: VectorSpaces, config: Config
+        self, store: SQLiteStore, embedder: Embedder, vectors: VectorSpaces, config: Config,
+        *, guard: EmbedGuard | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
+        self.guard = guard or EmbedGuard(embedder)
         self.vectors = vectors
         self.config = config
         self._router = ClusterRouter(store, embedder.dim, config.sleep)
@@ -101,7 +109,10 @@ class RecallEngine:
             The packet, best first.
         """
         t0 = time.perf_counter()
-        qv = self.embedder.embed_query(query) if query_vector is None else query_vector
+        qv = self.guard.query(query) if query_vector is None else query_vector
+        degraded = qv is None
+        if qv is None:  # no vector side: a zero query makes every similarity 0
+            qv = np.zeros(self.embedder.dim, dtype=np.float32)
         t1 = time.perf_counter()
         tune = self.config.recall
         k = max(tune.candidates, limit * 3)
@@ -156,7 +167,7 @@ class RecallEngine:
                             or c.similarity > 0])
         trusted = (best_sim >= profile.abstain or margin >= profile.margin
                    or (bool(terms) and best_kw >= tune.keyword_trust))
-        if include_memories:
+        if include_memories and not degraded:
             self._route(qv, cands, memories, scopes, kind, since, until, now)
         if turns:
             self._turn_neighbours(qv, cands, turns, scopes, since, until)
@@ -175,6 +186,7 @@ class RecallEngine:
             filters={"kind": kind, "since": iso(since), "until": iso(until),
                      "date_window": [iso(window.start), iso(window.end)] if window else None,
                      "scopes": list(scopes)},
+            degraded="lexical" if degraded else None,
         )
         if on_hits is not None:
             on_hits(packet)
@@ -187,7 +199,7 @@ class RecallEngine:
         kind: str | None, since: float | None, until: float | None,
         cands: dict[tuple[str, int], Candidate],
     ) -> dict[int, MemoryRecord]:
-        vec = self.vectors.search("m", scopes, qv, k)
+        vec = self.vectors.search("m", scopes, qv, k) if qv.any() else {}
         lex = self._lexical(expr, tri, "memories", scopes, self._lexical_k(k), kind, since,
                             until)
         recs = self.store.get_memories([*vec, *lex])
@@ -211,7 +223,7 @@ class RecallEngine:
         self, qv: np.ndarray, expr: str | None, tri: str | None, scopes: Sequence[str], k: int,
         since: float | None, until: float | None, cands: dict[tuple[str, int], Candidate],
     ) -> dict[int, Turn]:
-        vec = self.vectors.search("t", scopes, qv, k)
+        vec = self.vectors.search("t", scopes, qv, k) if qv.any() else {}
         lex = self._lexical(expr, tri, "turns", scopes, self._lexical_k(k), None, since, until)
         turns = {
             tid: t for tid, t in self.store.get_turns([*vec, *lex]).items()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 
 from tideline.models import RecallPacket
+from tideline.secrets import redact_json
 from tideline.store.consolidation import ConsolidationStore
 from tideline.store.sqlite import SQLiteStore
 
@@ -47,10 +48,12 @@ class RecallJournal:
             "scope": packet.scope,
             "tier": self.tier,
         }
+        if packet.degraded:
+            data["degraded"] = packet.degraded
         with self.store.db.write() as c:
             cur = c.execute(
                 "INSERT INTO events(ts, namespace, kind, memory_id, data) VALUES (?,?,?,?,?)",
-                (now, ns, "recall", None, _json(data)),
+                (now, ns, "recall", None, redact_json(data)),
             )
             recall_id = int(cur.lastrowid or 0)
             home = ConsolidationStore(self.store).primary_clusters(c, [int(i.id) for i in hits])
@@ -66,8 +69,3 @@ class RecallJournal:
                 [(ns, recall_id, int(i.id), rank, i.score, now) for rank, i in enumerate(hits)],
             )
 
-
-def _json(data: dict[str, object]) -> str:
-    import json
-
-    return json.dumps(data, ensure_ascii=False)

@@ -235,6 +235,10 @@ class _ExactStore:
         return self.mat[rows]
 
     def payload(self) -> Iterator[memoryview]:
+        if self.n == 0:  # an empty space (its rows' vectors pending): cast refuses a 0 shape
+            yield memoryview(b"")
+            yield memoryview(b"")
+            return
         yield np.ascontiguousarray(self.keys[: self.n]).data.cast("B")
         yield np.ascontiguousarray(self.mat[: self.n]).data.cast("B")
 

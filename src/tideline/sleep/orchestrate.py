@@ -10,8 +10,8 @@
   finds the work done and skips — or gives up with ``reason: "busy"``.
 * **Backup first** through SQLite's backup API into ``<store>/backups/``
   (``backups_keep`` newest kept; 0 disables).
-* **Steps** in order (each runnable alone with ``only``): plasticity, dynamics,
-  recurrence, entities, topics, clusters, attention, backfill, scan. Each plans
+* **Steps** in order (each runnable alone with ``only``): vectors, plasticity,
+  dynamics, recurrence, entities, topics, clusters, attention, backfill, scan. Each plans
   with reads and applies in short transactions that re-check row versions, so
   writes made meanwhile are never lost. A failing step is reported and the
   others still run; a step whose change would touch too much stops itself
@@ -39,9 +39,10 @@ if TYPE_CHECKING:
 
 __all__ = ["STEPS", "run_sleep"]
 
-STEPS: tuple[str, ...] = ("plasticity", "dynamics", "recurrence", "entities", "topics",
-                          "clusters", "attention", "backfill", "scan")
+STEPS: tuple[str, ...] = ("vectors", "plasticity", "dynamics", "recurrence", "entities",
+                          "topics", "clusters", "attention", "backfill", "scan")
 _MODULES = {
+    "vectors": "tideline.sleep.vectors",
     "plasticity": "tideline.sleep.plasticity",
     "dynamics": "tideline.sleep.dynamics_step",
     "recurrence": "tideline.sleep.recurrence",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tideline.errors import NotFound, StoreCorrupt, from_sqlite
+from tideline.secrets import redact_json
 from tideline.store.connection import Database
 from tideline.store.view import placeholders as _ph
 
@@ -362,8 +363,7 @@ class AgentReader:
         """Append one journal event in its own short transaction."""
         with self.db.write() as c:
             c.execute("INSERT INTO events(ts, namespace, kind, memory_id, data) VALUES (?,?,?,?,?)",
-                      (time.time(), self.ns, kind, None,
-                       json.dumps(data, ensure_ascii=False, default=str)))
+                      (time.time(), self.ns, kind, None, redact_json(data)))
 
 
 def read_hermes_sessions(path: Path, *, session: str | None = None,

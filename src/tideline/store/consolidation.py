@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tideline.secrets import redact_json, redact_secrets
 from tideline.store.connection import connect_readonly
 from tideline.store.view import NamespaceView
 from tideline.store.view import placeholders as _ph
@@ -144,7 +145,7 @@ class ConsolidationStore(NamespaceView):
 
     def set_state(self, c: sqlite3.Connection, key: str, value: Any) -> None:
         """Set a sleep-state value inside the caller's transaction (JSON unless a str)."""
-        text = value if isinstance(value, str) else json.dumps(value)
+        text = redact_secrets(value)[0] if isinstance(value, str) else redact_json(value)
         c.execute(
             "INSERT INTO sleep_state(namespace, key, value, updated_at) VALUES (?,?,?,?) "
             "ON CONFLICT(namespace, key) DO UPDATE SET value = excluded.value, "
@@ -910,5 +911,5 @@ class ConsolidationStore(NamespaceView):
         with self.db.write() as c:
             cur = c.execute(
                 "INSERT INTO events(ts, namespace, kind, memory_id, data) VALUES (?,?,?,?,?)",
-                (now, self.ns, kind, None, json.dumps(data, ensure_ascii=False, default=str)))
+                (now, self.ns, kind, None, redact_json(data)))
             return int(cur.lastrowid or 0)

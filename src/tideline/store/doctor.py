@@ -53,11 +53,17 @@ def run(
         checks["fts_integrity"] = fts_ok
         checks["parity"] = _parity(c)
     problems = _problems(checks)
+    if embedder.name == "none":  # a full-text only store keeps no vectors by design
+        problems = [p for p in problems if p != "parity:vectors"]
+    if repair:
+        filled = _fill_pending(store, embedder, progress, checks)
+        if filled is not None:
+            repaired.append(filled)
     if repair and problems:
         if any(p.startswith(("fts", "parity:memories_", "parity:turns_")) for p in problems):
             _rebuild_fts(store)
             repaired.append("fts")
-        if any(p.startswith("parity:vectors") for p in problems):
+        if any(p.startswith("parity:vectors") for p in problems) and "embedder" not in checks:
             n = _embed_missing(store, embedder, progress)
             repaired.append(f"vectors:{n}")
     if repair:
@@ -66,9 +72,32 @@ def run(
         with store.db.read() as c:
             checks["parity"] = _parity(c)
         problems = _problems(checks)
+        if embedder.name == "none":
+            problems = [p for p in problems if p != "parity:vectors"]
     if repair and repaired:
         store.log_event(None, "doctor", {"repaired": repaired, "problems": problems})
     return {"ok": not problems, "problems": problems, "checks": checks, "repaired": repaired}
+
+
+def _fill_pending(
+    store: SQLiteStore, embedder: Embedder, progress: Callable[[int, int], None] | None,
+    checks: dict[str, Any],
+) -> str | None:
+    """Repair step: embed rows stored while the embedder was down (none for ``none``).
+
+    An embedder that still fails is reported under ``checks["embedder"]`` and leaves
+    the rows pending (they stay findable by full text); doctor itself never fails on it.
+    """
+    from tideline.embed.guard import EmbedGuard
+    from tideline.store import pending
+
+    if embedder.name == "none":
+        return None
+    guard = EmbedGuard(embedder, cooldown_s=0.0)
+    result = pending.fill(store, guard.passages, progress=progress)
+    if guard.error is not None:
+        checks["embedder"] = {"error": guard.error, "pending_left": result["left"]}
+    return f"pending_vectors:{result['filled']}"
 
 
 def _parity(c: sqlite3.Connection) -> dict[str, int]:

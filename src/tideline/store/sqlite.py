@@ -19,6 +19,7 @@ import numpy as np
 
 from tideline.errors import EmbedderMismatch, NotFound
 from tideline.models import Edge, MemoryRecord, Turn
+from tideline.secrets import redact_json
 from tideline.store import lexical
 from tideline.store.connection import Database
 from tideline.store.view import placeholders
@@ -39,6 +40,16 @@ _MEMORY_COLUMNS = (
 _TURN_COLUMNS = (
     "id, session, turn_index, speaker, role, text, ts, source, message_id, scope, recorded_at"
 )
+
+
+PENDING_FLAG = "vectors_pending"
+
+
+def mark_pending(c: sqlite3.Connection) -> None:
+    """Note, inside the writer's transaction, that a row was stored without its vector
+    (the embedder was unavailable; :mod:`tideline.store.pending` fills it in later)."""
+    c.execute("INSERT INTO db_meta(key, value) VALUES (?, '1') "
+              "ON CONFLICT(key) DO UPDATE SET value = '1'", (PENDING_FLAG,))
 
 
 def _jtuple(raw: str) -> tuple[Any, ...]:
@@ -283,6 +294,8 @@ class SQLiteStore:
         self._index_memory(c, mid, rec)
         if vector is not None:
             self._put_vector(c, self.space("m", rec.scope), mid, vector)
+        else:
+            mark_pending(c)
         return mid
 
     def _index_memory(self, c: sqlite3.Connection, mid: int, rec: MemoryRecord) -> None:
@@ -635,6 +648,8 @@ class SQLiteStore:
             c.execute("INSERT INTO turns_tri(rowid, body) VALUES (?, ?)", (tid, body))
             if vector is not None:
                 self._put_vector(c, self.space("t", turn.scope), tid, vector)
+            else:
+                mark_pending(c)
             out.append(tid)
         return out
 
@@ -748,8 +763,7 @@ class SQLiteStore:
         memory_id: int | None = None, now: float | None = None,
     ) -> None:
         """Append one event to the journal (inside ``c`` if given, else its own transaction)."""
-        row = (now or time.time(), self.namespace, kind, memory_id,
-               json.dumps(data, ensure_ascii=False, default=str))
+        row = (now or time.time(), self.namespace, kind, memory_id, redact_json(data))
         sql = "INSERT INTO events(ts, namespace, kind, memory_id, data) VALUES (?,?,?,?,?)"
         if c is not None:
             c.execute(sql, row)

@@ -17,6 +17,11 @@ window (``config.write_retry_window_s``, 600 s by default): a client retrying a
 write it did not see answered. The same content stated again later is a
 restatement and goes through the gate, which potentiates the memory it matches —
 that is how spaced reinforcement happens.
+When the embedder is unavailable the write is stored all the same, its vector
+pending (:mod:`tideline.store.pending`), and the gate judges by text: the same
+text (case-folded) in scope potentiates, a memory sharing most of its words
+(:func:`lexical_similarity` ≥ ``LEXICAL_RELATED``) is linked, anything else is new.
+The next write that embeds fills pending vectors in (a batch at a time).
 """
 
 from __future__ import annotations
@@ -34,13 +39,20 @@ import numpy as np
 from tideline.config import Config
 from tideline.dynamics import reinforce
 from tideline.embed.base import Embedder
+from tideline.embed.guard import EmbedGuard
 from tideline.models import Decision, MemoryRecord, WriteResult, compute_weight
 from tideline.recall.vectors import VectorSpaces
 from tideline.store.sqlite import SQLiteStore
 
 __all__ = [
-    "PreparedWrite", "Writer", "gate_decision", "idempotency_key", "merge_into", "new_details",
+    "PreparedWrite", "Writer", "gate_decision", "idempotency_key", "lexical_similarity",
+    "merge_into", "new_details",
 ]
+
+LEXICAL_RELATED = 0.6
+"""Word overlap (Jaccard) at which a write made without a vector links its neighbour."""
+FILL_AFTER_WRITE = 256
+"""Pending vectors filled in after a write that embedded (the rest: the next ones)."""
 
 
 def idempotency_key(namespace: str, rec: MemoryRecord, source: str) -> str:
@@ -69,7 +81,7 @@ class PreparedWrite:
         rec: the validated draft.
         key: its idempotency key.
         source: where the write came from.
-        vector: its embedding.
+        vector: its embedding (None: the embedder was unavailable, vector pending).
         nearest: the nearest live memory in scope, if any.
         similarity: cosine to ``nearest``.
         decision: what the gate decided (re-checked at commit).
@@ -80,7 +92,7 @@ class PreparedWrite:
     rec: MemoryRecord
     key: str
     source: str
-    vector: np.ndarray
+    vector: np.ndarray | None
     nearest: int | None
     similarity: float
     decision: Decision
@@ -91,12 +103,14 @@ class Writer:
     """Applies the write path for one store."""
 
     def __init__(
-        self, store: SQLiteStore, embedder: Embedder, vectors: VectorSpaces, config: Config
+        self, store: SQLiteStore, embedder: Embedder, vectors: VectorSpaces, config: Config,
+        *, guard: EmbedGuard | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.vectors = vectors
         self.config = config
+        self.guard = guard or EmbedGuard(embedder)
         #: The clock the retry window is measured with (tests may replace it).
         self.clock: Callable[[], float] = time.time
 
@@ -122,13 +136,23 @@ class Writer:
 
         Raises:
             StoreBusy: the write lock could not be had.
-            EmbedderError: the embedder failed (nothing was written).
         """
         prepared = self.prepare(rec, key=key, source=source, gate=gate)
         if isinstance(prepared, WriteResult):
             return prepared
         with self.store.db.write() as c:
-            return self.commit(c, prepared, self.clock())
+            result = self.commit(c, prepared, self.clock())
+        if prepared.vector is not None:
+            self.fill_pending()
+        return result
+
+    def fill_pending(self, limit: int | None = FILL_AFTER_WRITE) -> int:
+        """Embed rows stored while the embedder was down, if any (one meta read if none)."""
+        from tideline.store import pending
+
+        if self.guard.full_text_only or not pending.flagged(self.store):
+            return 0
+        return int(pending.fill(self.store, self.guard.passages, limit=limit)["filled"])
 
     def prepare(
         self, rec: MemoryRecord, *, key: str | None, source: str, gate: bool = True,
@@ -145,9 +169,6 @@ class Writer:
 
         Returns:
             What :meth:`commit` needs, or the stored outcome when the key was seen before.
-
-        Raises:
-            EmbedderError: the embedder failed.
         """
         explicit = key is not None
         key = key or idempotency_key(self.store.namespace, rec, source)
@@ -155,10 +176,15 @@ class Writer:
         if seen is not None:
             return _replayed(seen, rec.scope)
         if vector is None:
-            vector = self.embedder.embed_passages([rec.text])[0]
-        nearest, similarity = self._nearest(rec.scope, vector) if gate else (None, 0.0)
-        profile = self.embedder.profile
-        decision = gate_decision(similarity, profile.same, profile.related) if nearest else "new"
+            embedded = self.guard.passages([rec.text])
+            vector = None if embedded is None else embedded[0]
+        if vector is None:  # the embedder is unavailable: judge by the words
+            nearest, similarity = self._lexical_nearest(rec) if gate else (None, 0.0)
+            same, related = 1.0, LEXICAL_RELATED
+        else:
+            nearest, similarity = self._nearest(rec.scope, vector) if gate else (None, 0.0)
+            same, related = self.embedder.profile.same, self.embedder.profile.related
+        decision = gate_decision(similarity, same, related) if nearest else "new"
         return PreparedWrite(rec=rec, key=key, source=source, vector=vector, nearest=nearest,
                              similarity=similarity, decision=decision, explicit_key=explicit)
 
@@ -203,11 +229,33 @@ class Writer:
         self.store.log_event(
             c, "write",
             {"decision": decision, "similarity": round(similarity, 4), "nearest": nearest,
-             "scope": rec.scope, "kind": rec.kind, "source": prepared.source},
+             "scope": rec.scope, "kind": rec.kind, "source": prepared.source}
+            | ({"vector": "pending"} if prepared.vector is None
+               and not self.guard.full_text_only else {}),
             memory_id=mid, now=now,
         )
         return WriteResult(id=mid, decision=decision, similarity=round(similarity, 4),
-                           nearest=nearest, scope=rec.scope)
+                           nearest=nearest, scope=rec.scope,
+                           vector_pending=prepared.vector is None
+                           and not self.guard.full_text_only)
+
+    def _lexical_nearest(self, rec: MemoryRecord) -> tuple[int | None, float]:
+        """The live memory in scope whose words are nearest (1.0: the same text)."""
+        from tideline.store import lexical
+
+        expr = lexical.match_expression(rec.gesture)
+        if not expr:
+            return None, 0.0
+        rows = self.store.lexical_memories(expr, "memories_fts", scopes=[rec.scope], limit=8)
+        live = self.store.get_memories([key for key, _ in rows])
+        best: tuple[int | None, float] = (None, 0.0)
+        for mid, other in live.items():
+            if other.status == "superseded":
+                continue
+            sim = lexical_similarity(rec.text, other.text)
+            if sim > best[1]:
+                best = (mid, sim)
+        return best
 
     def _nearest(self, scope: str, vector: np.ndarray) -> tuple[int | None, float]:
         hits = self.vectors.search("m", [scope], vector, 4)
@@ -248,6 +296,17 @@ def new_details(text: str, target: str) -> list[str]:
             if detail and word.casefold() not in hay:
                 out.append(word)
     return out
+
+
+def lexical_similarity(a: str, b: str) -> float:
+    """1.0 for the same text (case-folded, spacing aside), else the Jaccard overlap of words."""
+    if " ".join(a.casefold().split()) == " ".join(b.casefold().split()):
+        return 1.0
+    wa = {w.strip(".:·-–—").casefold() for w in _WORD.findall(a)} - {""}
+    wb = {w.strip(".:·-–—").casefold() for w in _WORD.findall(b)} - {""}
+    if not wa or not wb:
+        return 0.0
+    return min(len(wa & wb) / len(wa | wb), 0.999)
 
 
 def merge_into(target: MemoryRecord, new: MemoryRecord) -> MemoryRecord:

@@ -48,7 +48,8 @@ def revise_memory(memory: Memory, memory_id: int, text: str | None,
     draft = memory._draft(**values)
     draft = dataclasses.replace(draft, supersedes=old.id, version=old.version + 1,
                                 reinforcements=old.reinforcements, stability=old.stability)
-    vector = memory.embedder.embed_passages([draft.text])[0]
+    embedded = memory.embed_guard.passages([draft.text])  # None: stored, vector pending
+    vector = None if embedded is None else embedded[0]
     now = time.time()
     store = memory.store
     with store.db.write() as c:
@@ -61,4 +62,5 @@ def revise_memory(memory: Memory, memory_id: int, text: str | None,
         store.add_edge(c, new_id, memory_id, "supersedes", 1.0, now)
         store.copy_edges(c, memory_id, new_id, ("related", "co_recall", "contradicts"), now)
         store.log_event(c, "revise", {"old": memory_id, "new": new_id}, memory_id=new_id, now=now)
-    return WriteResult(id=new_id, decision="new", nearest=memory_id, scope=fresh.scope)
+    return WriteResult(id=new_id, decision="new", nearest=memory_id, scope=fresh.scope,
+                       vector_pending=vector is None and not memory.embed_guard.full_text_only)

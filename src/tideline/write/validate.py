@@ -2,8 +2,8 @@
 
 Rules: text is NFC-normalised; NUL and lone surrogates are rejected; every field
 has a size cap; weights are integers 1–5; names (scope, namespace, kind, tags)
-are short single-line strings. Secrets (API keys, tokens, private keys) are
-redacted before anything reaches the database.
+are short single-line strings. Secrets (API keys, tokens, private keys, passwords)
+are redacted before anything reaches the database (:mod:`tideline.secrets`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from datetime import datetime
 
 from tideline.config import Caps
 from tideline.errors import InputTooLarge, InvalidInput
+from tideline.secrets import redact_secrets
 
 __all__ = [
     "clean_list",
@@ -27,41 +28,6 @@ __all__ = [
 ]
 
 _NAME_RE = re.compile(r"^[\w][\w .:@/+-]*$", re.UNICODE)
-
-# Conservative patterns: each matches a credential format with a distinctive shape.
-_SECRET_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("private-key", re.compile(
-        r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)")),
-    ("openai-key", re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{20,}")),
-    ("github-token", re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}")),
-    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
-    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}")),
-    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b")),
-    ("jwt", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
-    ("bearer", re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{24,}")),
-    ("password-assignment", re.compile(
-        r"(?i)\b(password|passwd|api[_-]?key|secret|token)\s*[:=]\s*['\"]?[^\s'\"]{8,}")),
-)
-
-
-def redact_secrets(text: str) -> tuple[str, list[str]]:
-    """Replace credentials in ``text`` with ``[REDACTED:<kind>]``.
-
-    Args:
-        text: any text.
-
-    Returns:
-        The redacted text and the kinds of secrets found (empty when none).
-    """
-    found: list[str] = []
-    for kind, pattern in _SECRET_PATTERNS:
-        if pattern.search(text):
-            found.append(kind)
-            if kind in ("bearer", "password-assignment"):
-                text = pattern.sub(rf"\1=[REDACTED:{kind}]", text)
-            else:
-                text = pattern.sub(f"[REDACTED:{kind}]", text)
-    return text, found
 
 
 def clean_text(value: object, field: str, cap: int, *, required: bool = False) -> str:
