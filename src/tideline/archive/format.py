@@ -199,6 +199,9 @@ def _header(obj: dict[str, Any], schema_version: int) -> Header:
     if set(obj) != _HEADER_KEYS:
         raise ArchiveInvalid("the archive header has missing or unknown fields")
     counts = obj["counts"]
+    unknown = [k for k in counts if k not in TABLES] if isinstance(counts, dict) else []
+    if unknown:
+        raise ArchiveInvalid(f"unknown table {unknown[0]!r} in the archive header")
     ok = (isinstance(obj["schema_version"], int) and isinstance(obj["embedder"], str)
           and isinstance(obj["tideline"], str) and isinstance(obj["created_at"], str)
           and isinstance(obj["vectors"], bool)
