@@ -169,3 +169,33 @@ def test_migrate_refuses_urls_itself_and_full_targets(source, tmp_path: Path) ->
     with pytest.raises(InvalidInput, match="already holds"):
         source.migrate(tmp_path / "D")
     assert not list((tmp_path / "D").glob(".tideline-migrate-*"))
+
+
+def test_export_while_another_process_writes_is_consistent(source, tmp_path: Path) -> None:
+    """The export reads one snapshot: with a writer process running, every archive verifies
+    (its rows add up to its header) and imports into a fresh store."""
+    import subprocess
+    import sys
+
+    from tideline.archive.format import ArchiveReader
+    from tideline.store.schema import SCHEMA_VERSION
+
+    root = Path(__file__).resolve().parents[2]
+    code = ("import sys; from tests.archive.helpers import open_store\n"
+            "m = open_store(sys.argv[1])\n"
+            "for i in range(400): m.remember(f'concurrent fact {i} about host-{i}')\n"
+            "m.close()")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(tmp_path / "A")], cwd=root)
+    sizes = []
+    try:
+        for n in range(6):
+            path = tmp_path / f"c{n}.jsonl"
+            source.export(path)
+            head = ArchiveReader(path, SCHEMA_VERSION).verify()
+            sizes.append(head.counts["memories"])
+    finally:
+        proc.wait()
+    assert proc.returncode == 0
+    with open_store(tmp_path / "B") as dest:
+        dest.import_archive(tmp_path / "c5.jsonl")
+        assert dest.introspect()["memories"] == sizes[-1]

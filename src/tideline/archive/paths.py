@@ -9,6 +9,7 @@ place with :func:`os.replace`, so a reader sees the old file or the whole new on
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -16,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from tideline.errors import InvalidInput, UnsafePath
+from tideline.errors import InvalidInput, StoreFull, UnsafePath
 
 __all__ = ["atomic_file", "inside", "safe_dir", "safe_target"]
 
@@ -91,7 +92,8 @@ def atomic_file(target: Path) -> Iterator[IO[bytes]]:
 
     Raises:
         UnsafePath: ``target`` is (or has become) a symlink.
-        InvalidInput: the file cannot be written (permissions, disk full).
+        StoreFull: the disk filled up (``target`` is kept as it was).
+        InvalidInput: the file cannot be written (permissions).
     """
     _refuse_links(target)
     tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
@@ -109,6 +111,8 @@ def atomic_file(target: Path) -> Iterator[IO[bytes]]:
     except BaseException as exc:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise StoreFull(f"disk full while writing {target}; the old file is kept") from None
         if isinstance(exc, OSError):
             raise InvalidInput(f"cannot write {target}: {exc}") from None
         raise
