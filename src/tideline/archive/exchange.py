@@ -24,7 +24,7 @@ import secrets
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from tideline.archive.format import (
     EMBEDDING_TABLES,
@@ -34,6 +34,7 @@ from tideline.archive.format import (
     ArchiveReader,
     BodyWriter,
     Header,
+    Sink,
 )
 from tideline.archive.paths import atomic_file, inside, safe_dir, safe_target
 from tideline.errors import BackendUnavailable, EmbedderMismatch, InvalidInput
@@ -57,7 +58,7 @@ def _schema_version() -> int:
     return SCHEMA_VERSION
 
 
-def _write_body(store: ArchiveStore, out: IO[bytes], namespace: str | None,
+def _write_body(store: ArchiveStore, out: Sink, namespace: str | None,
                 vectors: bool) -> tuple[Header, str]:
     from tideline import __version__
 
@@ -102,7 +103,7 @@ class _Discard:
 
 def archive_digest(store: ArchiveStore, namespace: str | None = None) -> str:
     """The sha256 an archive of the store's current rows would carry (nothing written)."""
-    _, digest = _write_body(store, _Discard(), namespace, True)  # type: ignore[arg-type]
+    _, digest = _write_body(store, _Discard(), namespace, True)
     return digest
 
 
@@ -146,7 +147,18 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
     reader = ArchiveReader(Path(path), _schema_version())
     head = reader.read_header()
     if head.embedder != embedder.marker and not reembed:
-        raise EmbedderMismatch(head.embedder, embedder.marker)
+        exc = EmbedderMismatch(head.embedder, embedder.marker)
+        exc.args = (f"the archive was made with embedder {head.embedder!r} but this store "
+                    f"uses {embedder.marker!r}; import it with --reembed to embed its texts "
+                    "again",)
+        raise exc
+    known = reader.body_digest()
+    if known is not None:
+        with store.archive_snapshot(None) as snap:
+            if snap.meta(IMPORT_KEY + known) is not None:
+                return {"archive": str(path), "sha256": known, "namespace": head.namespace,
+                        "embedder": head.embedder, "reembedded": 0, "already_imported": True,
+                        "inserted": {}, "skipped": {}}
     embed_here = reembed or not head.vectors
     header = reader.verify(frozenset({"memories", "turns"}) if embed_here else frozenset())
     key = IMPORT_KEY + reader.digest
