@@ -205,3 +205,13 @@ def test_unknown_table_in_a_row(archive: Path, tmp_path: Path) -> None:
     raw.insert(len(raw) - 1, '{"t":"secrets","r":{"k":1}}')
     bad.write_text("\n".join(raw) + "\n", encoding="utf-8")
     _empty_after(bad, tmp_path, ArchiveInvalid, "unknown table 'secrets'")
+
+
+def test_raw_nul_byte_and_bad_utf8(archive: Path, tmp_path: Path) -> None:
+    data = archive.read_bytes()
+    at = data.index(b"Ana prefers tea")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(data[:at] + b"\x00" + data[at + 1:])
+    _empty_after(bad, tmp_path, ArchiveInvalid, "not JSON")
+    bad.write_bytes(data[:at] + b"\xed\xa0\x80" + data[at + 3:])  # a surrogate, CESU-style
+    _empty_after(bad, tmp_path, ArchiveInvalid, "not UTF-8")

@@ -92,3 +92,9 @@ def test_markdown_names_come_from_ids_only(mem, tmp_path: Path) -> None:
         assert os.path.realpath(p).startswith(os.path.realpath(out))
     again = mem.export(out, format="markdown")  # re-export replaces in place
     assert again["memories"] == 2
+
+
+def test_archive_is_private_to_its_owner(mem, tmp_path: Path) -> None:
+    target = tmp_path / "a.jsonl"
+    mem.export(target)
+    assert target.stat().st_mode & 0o777 == 0o600

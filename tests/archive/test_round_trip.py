@@ -199,3 +199,25 @@ def test_export_while_another_process_writes_is_consistent(source, tmp_path: Pat
     with open_store(tmp_path / "B") as dest:
         dest.import_archive(tmp_path / "c5.jsonl")
         assert dest.introspect()["memories"] == sizes[-1]
+
+
+def test_a_column_a_later_migration_adds_travels(source, tmp_path: Path) -> None:
+    """Columns are read from the schema, not listed: a new turns column (as another change
+    may add) is exported and imported with no change to the archive code, and an archive
+    made before the column existed still loads (the column takes its default)."""
+    old = tmp_path / "old.jsonl"
+    source.export(old)
+    with source.store.transaction() as c:
+        c.execute("ALTER TABLE turns ADD COLUMN origin TEXT NOT NULL DEFAULT ''")
+        c.execute("UPDATE turns SET origin = 'import:' || message_id")
+    new = tmp_path / "new.jsonl"
+    source.export(new)
+    assert '"origin":"import:m-1"' in new.read_text("utf-8")
+    for archive, expect in ((new, "import:m-1"), (old, "")):
+        with open_store(tmp_path / f"B-{archive.stem}") as dest:
+            with dest.store.transaction() as c:
+                c.execute("ALTER TABLE turns ADD COLUMN origin TEXT NOT NULL DEFAULT ''")
+            dest.import_archive(archive)
+            with dest.store.archive_snapshot(None) as snap:
+                turn = next(t for t in snap.rows("turns") if t["message_id"] == "m-1")
+            assert turn["origin"] == expect
