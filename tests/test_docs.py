@@ -50,7 +50,7 @@ def test_readme_json_is_valid(code: str) -> None:
 def test_every_cli_command_is_documented() -> None:
     from typer.main import get_command
 
-    from tideline.cli import agent, app, commands, dream, sleep  # noqa: F401
+    from tideline.cli import agent, app, archive, commands, dream, sleep  # noqa: F401
 
     docs = README + "".join(p.read_text("utf-8") for p in (ROOT / "docs").glob("*.md"))
     group = get_command(app)

@@ -4,14 +4,17 @@ Every failure a caller can act on has its own class. The tree::
 
     TidelineError
     ├── InvalidInput            bad value: NUL, lone surrogate, weight outside 1–5, …
-    │   └── InputTooLarge       a field, batch or result over its size cap
+    │   ├── InputTooLarge       a field, batch or result over its size cap
+    │   ├── ArchiveInvalid      an export archive that is malformed, truncated or tampered
+    │   └── UnsafePath          a target path through a symlink, or outside its root
     ├── NotFound                no memory / turn / store with that id
     ├── Conflict                a version check failed (someone wrote meanwhile)
     ├── StoreError              the database itself
     │   ├── StoreBusy           still locked after the bounded retries
     │   ├── StoreFull           disk or quota full
     │   ├── StoreCorrupt        integrity check failed / not a database
-    │   └── SchemaTooNew        written by a newer Tideline
+    │   ├── SchemaTooNew        written by a newer Tideline
+    │   └── BackendUnavailable  a database URL whose backend this Tideline lacks
     ├── EmbedderMismatch        store was built with another embedder
     └── EmbedderError           the embedder failed (model, HTTP endpoint)
 
@@ -25,6 +28,8 @@ from __future__ import annotations
 import sqlite3
 
 __all__ = [
+    "ArchiveInvalid",
+    "BackendUnavailable",
     "Conflict",
     "EmbedderError",
     "EmbedderMismatch",
@@ -37,6 +42,7 @@ __all__ = [
     "StoreError",
     "StoreFull",
     "TidelineError",
+    "UnsafePath",
     "from_sqlite",
 ]
 
@@ -60,6 +66,23 @@ class InputTooLarge(InvalidInput):
 
     code = "input_too_large"
     exit_code = 4
+
+
+class ArchiveInvalid(InvalidInput):
+    """An export archive is malformed, of an unknown format version, truncated or tampered.
+
+    Nothing is written when an archive is refused.
+    """
+
+    code = "archive_invalid"
+    exit_code = 7
+
+
+class UnsafePath(InvalidInput):
+    """A target path runs through a symlink or would leave its root; nothing is written."""
+
+    code = "unsafe_path"
+    exit_code = 8
 
 
 class NotFound(TidelineError, LookupError):
@@ -109,6 +132,13 @@ class SchemaTooNew(StoreError):
 
     code = "schema_too_new"
     exit_code = 14
+
+
+class BackendUnavailable(StoreError):
+    """A database URL names a backend this Tideline cannot use (yet)."""
+
+    code = "backend_unavailable"
+    exit_code = 15
 
 
 class EmbedderMismatch(TidelineError):

@@ -601,3 +601,70 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         self.store.marker = new.marker
         self._use_embedder(new)
         return result
+
+    # -- export, import, migrate ----------------------------------------------------------
+
+    def export(self, path: str | Path, *, format: str = "jsonl", all_namespaces: bool = False,
+               vectors: bool = True) -> dict[str, Any]:
+        """Write this namespace (or the whole store) to a portable archive.
+
+        Args:
+            path: the archive file (``jsonl``) or a directory (``markdown``).
+            format: ``jsonl`` (the versioned archive that import reads) or ``markdown``
+                (one file per memory and an index, for people to read).
+            all_namespaces: every namespace of the store instead of the current one.
+            vectors: include the vectors (base64 float32); without them an import embeds.
+
+        Returns:
+            Where it went, the row counts and (jsonl) the body's sha256.
+
+        Raises:
+            UnsafePath: the target or one of its parents is a symlink.
+            InvalidInput: unknown format, or the target cannot be written.
+        """
+        namespace = None if all_namespaces else self.config.namespace
+        if format == "jsonl":
+            from tideline.archive.exchange import export_archive
+
+            return export_archive(self.store, Path(path), namespace=namespace, vectors=vectors)
+        if format == "markdown":
+            from tideline.archive.markdown import export_markdown
+
+            return export_markdown(self.store, Path(path), namespace=namespace)
+        raise InvalidInput(f"export format must be jsonl or markdown, got {format!r}")
+
+    def import_archive(self, path: str | Path, *, reembed: bool = False,
+                       progress: Progress | None = None) -> dict[str, Any]:
+        """Load a Tideline archive (ids kept; idempotent; all or nothing).
+
+        Args:
+            path: the archive written by :meth:`export`.
+            reembed: embed its texts with this store's embedder instead of loading its
+                vectors (needed when it was made with another embedder).
+            progress: called with (done, total) while embedding.
+
+        Returns:
+            Rows inserted and skipped per table.
+
+        Raises:
+            ArchiveInvalid: malformed, wrong format version, truncated or tampered.
+            EmbedderMismatch: made with another embedder and ``reembed`` is off.
+            Conflict: an id is taken by a different row (nothing written).
+        """
+        from tideline.archive.exchange import import_archive
+
+        return import_archive(self.store, self.embedder, Path(path), reembed=reembed,
+                              progress=progress)
+
+    def migrate(self, to: str | Path, *, progress: Progress | None = None) -> dict[str, Any]:
+        """Copy the whole store (every namespace) into an empty store directory, verified.
+
+        Raises:
+            BackendUnavailable: ``to`` is a database URL (only directories for now).
+            InvalidInput: ``to`` is this store or already holds data.
+            UnsafePath: ``to`` or one of its parents is a symlink.
+        """
+        from tideline.archive.exchange import migrate_store
+
+        return migrate_store(self, str(to), progress=progress)
+

@@ -110,6 +110,6 @@ def guarded(fn: F) -> F:
 def main() -> None:
     """Console-script entry point."""
     # Importing the modules registers their commands on ``app``.
-    from tideline.cli import agent, commands, dream, sleep  # noqa: F401
+    from tideline.cli import agent, archive, commands, dream, sleep  # noqa: F401
 
     app()

@@ -6,14 +6,14 @@ is the embedded default; a PostgreSQL backend implements the same protocol.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, Protocol
 
 from tideline.models import Edge, MemoryRecord, Turn
 
-__all__ = ["Store"]
+__all__ = ["ArchiveLoader", "ArchiveSnapshot", "ArchiveStore", "Store"]
 
 
 class Store(Protocol):
@@ -62,3 +62,48 @@ class Store(Protocol):
 
     def close(self) -> None:
         """Release the connection."""
+
+
+class ArchiveSnapshot(Protocol):
+    """One consistent read of a store's rows, table by table (for the archive)."""
+
+    def count(self, table: str) -> int:
+        """Rows of one table in the snapshot."""
+
+    def rows(self, table: str) -> Iterator[dict[str, Any]]:
+        """The rows of one table in key order, blobs as bytes."""
+
+    def meta(self, key: str) -> str | None:
+        """One ``db_meta`` value."""
+
+
+class ArchiveLoader(Protocol):
+    """Archived rows into a store inside one transaction."""
+
+    inserted: dict[str, int]
+    skipped: dict[str, int]
+
+    def meta(self, key: str) -> str | None:
+        """One ``db_meta`` value as the transaction sees it."""
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Write one ``db_meta`` value."""
+
+    def add(self, table: str, row: Mapping[str, Any]) -> None:
+        """Insert one row, or skip it when an identical one is there."""
+
+    def put_vector(self, space: str, key: int, vector: Any) -> None:
+        """Store one vector."""
+
+    def is_new(self, space: str, key: int) -> bool:
+        """Whether the row behind a vector key was inserted by this load, still without one."""
+
+
+class ArchiveStore(Protocol):
+    """What export, import and migrate need from a backend."""
+
+    def archive_snapshot(self, namespace: str | None) -> AbstractContextManager[ArchiveSnapshot]:
+        """A read snapshot of one namespace, or of every one with None."""
+
+    def archive_loader(self, dim: int) -> AbstractContextManager[ArchiveLoader]:
+        """One write transaction that loads archived rows."""

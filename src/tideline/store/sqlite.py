@@ -13,7 +13,7 @@ import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,6 +23,9 @@ from tideline.secrets import redact_json
 from tideline.store import lexical
 from tideline.store.connection import Database
 from tideline.store.view import placeholders
+
+if TYPE_CHECKING:
+    from tideline.store.dump import SQLiteLoader, SQLiteSnapshot
 
 __all__ = ["SQLiteStore", "SpaceSource"]
 
@@ -755,6 +758,22 @@ class SQLiteStore:
             for k, v in zip(found.tolist(), matrix, strict=True):
                 out[int(k)] = v
         return out
+
+    # -- archive ------------------------------------------------------------------------
+
+    def archive_snapshot(
+        self, namespace: str | None
+    ) -> contextlib.AbstractContextManager[SQLiteSnapshot]:
+        """A read snapshot for the archive (see :mod:`tideline.store.dump`)."""
+        from tideline.store import dump
+
+        return dump.snapshot(self, namespace)
+
+    def archive_loader(self, dim: int) -> contextlib.AbstractContextManager[SQLiteLoader]:
+        """One write transaction that loads archived rows (see :mod:`tideline.store.dump`)."""
+        from tideline.store import dump
+
+        return dump.load(self, dim)
 
     # -- journal, scopes, stats -----------------------------------------------------------
 

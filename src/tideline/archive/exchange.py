@@ -1,0 +1,266 @@
+"""Export a store to an archive, import one, migrate a whole store: backend-neutral.
+
+Rows are read and written only through a store's ``archive_snapshot`` and
+``archive_loader`` (the SQLite ones are in :mod:`tideline.store.dump`); this module
+holds the order of the work and the rules:
+
+- **Ids are kept.** Every row keeps its id, so source_links, edges, supersedes,
+  clusters and the journal's memory ids stay true without rewriting. A row whose id is
+  taken by an identical row is skipped; by a different row, the import stops with
+  :class:`~tideline.errors.Conflict` and writes nothing.
+- **Idempotent.** A finished import records the archive's sha256 in ``db_meta``
+  (``archive:<sha256>``, never exported); importing the same archive again is a no-op.
+- **All or nothing.** The archive is verified whole before the one write transaction;
+  embeddings (when the import re-embeds) are computed before it, never inside it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import secrets
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tideline.archive.format import (
+    EMBEDDING_TABLES,
+    FORMAT,
+    FORMAT_VERSION,
+    TABLES,
+    ArchiveReader,
+    BodyWriter,
+    Header,
+    Sink,
+)
+from tideline.archive.paths import atomic_file, inside, safe_dir, safe_target
+from tideline.errors import BackendUnavailable, EmbedderMismatch, InvalidInput
+
+if TYPE_CHECKING:
+    from tideline.embed.base import Embedder
+    from tideline.memory import Memory
+    from tideline.store import ArchiveStore
+
+__all__ = ["archive_digest", "export_archive", "import_archive", "migrate_store",
+           "open_for_import"]
+
+Progress = Callable[[int, int], None]
+IMPORT_KEY = "archive:"
+_EMBED_BATCH = 64
+
+
+def _schema_version() -> int:
+    from tideline.store.schema import SCHEMA_VERSION
+
+    return SCHEMA_VERSION
+
+
+def _write_body(store: ArchiveStore, out: Sink, namespace: str | None,
+                vectors: bool) -> tuple[Header, str]:
+    from tideline import __version__
+
+    tables = [t for t in TABLES if vectors or t != "vectors"]
+    with store.archive_snapshot(namespace) as snap:
+        counts = {t: snap.count(t) for t in tables}
+        header = Header(
+            tideline=__version__, schema_version=int(snap.meta("schema_version") or 0),
+            embedder=snap.meta("embedder") or "", namespace=namespace, vectors=vectors,
+            created_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), counts=counts)
+        writer = BodyWriter(out, header)
+        for table in tables:
+            for row in snap.rows(table):
+                writer.row(table, row)
+        return header, writer.close()
+
+
+def export_archive(store: ArchiveStore, path: Path, *, namespace: str | None,
+                   vectors: bool = True) -> dict[str, Any]:
+    """Write one namespace (or, with ``namespace=None``, the whole store) to ``path``.
+
+    Returns:
+        Where, the row counts per table and the body's sha256.
+
+    Raises:
+        UnsafePath: ``path`` or a parent is a symlink.
+        InvalidInput: the file cannot be written (the old one, if any, is kept).
+    """
+    target = safe_target(path)
+    with atomic_file(target) as f:
+        header, digest = _write_body(store, f, namespace, vectors)
+    return {"path": str(target), "format": FORMAT, "version": FORMAT_VERSION,
+            "namespace": namespace, "vectors": vectors, "embedder": header.embedder,
+            "counts": header.counts, "rows": sum(header.counts.values()), "sha256": digest,
+            "bytes": target.stat().st_size}
+
+
+class _Discard:
+    def write(self, data: bytes) -> int:
+        return len(data)
+
+
+def archive_digest(store: ArchiveStore, namespace: str | None = None) -> str:
+    """The sha256 an archive of the store's current rows would carry (nothing written)."""
+    _, digest = _write_body(store, _Discard(), namespace, True)
+    return digest
+
+
+def _embed(embedder: Embedder, jobs: list[tuple[str, int, str]],
+           progress: Progress | None) -> list[Any]:
+    out: list[Any] = []
+    for start in range(0, len(jobs), _EMBED_BATCH):
+        chunk = jobs[start:start + _EMBED_BATCH]
+        out.extend(embedder.embed_passages([j[2] for j in chunk]))
+        if progress:
+            progress(min(start + _EMBED_BATCH, len(jobs)), len(jobs))
+    return out
+
+
+def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
+                   reembed: bool = False, progress: Progress | None = None) -> dict[str, Any]:
+    """Load an archive into ``store`` in one transaction (see the module's rules).
+
+    Args:
+        store: the target store.
+        embedder: the target's embedder (its marker must match the archive's, unless
+            ``reembed``).
+        path: the archive.
+        reembed: embed every imported memory and turn with ``embedder`` instead of
+            loading the archive's vectors (and leave out its embedding clusters, which
+            the next sleep rebuilds).
+        progress: called with (done, total) while embedding.
+
+    Returns:
+        Rows inserted and skipped per table, and whether it had been imported before.
+
+    Raises:
+        ArchiveInvalid: malformed, unknown format version, truncated or tampered.
+        InputTooLarge: a line over the cap.
+        SchemaTooNew: written by a newer Tideline.
+        EmbedderMismatch: made with another embedder and ``reembed`` is off.
+        Conflict: an id is taken by a different row (nothing written).
+    """
+    from tideline.store.dump import archive_embedding_jobs
+
+    reader = ArchiveReader(Path(path), _schema_version())
+    head = reader.read_header()
+    if head.embedder != embedder.marker and not reembed:
+        exc = EmbedderMismatch(head.embedder, embedder.marker)
+        exc.args = (f"the archive was made with embedder {head.embedder!r} but this store "
+                    f"uses {embedder.marker!r}; import it with --reembed to embed its texts "
+                    "again",)
+        raise exc
+    known = reader.body_digest()
+    if known is not None:
+        with store.archive_snapshot(None) as snap:
+            if snap.meta(IMPORT_KEY + known) is not None:
+                return {"archive": str(path), "sha256": known, "namespace": head.namespace,
+                        "embedder": head.embedder, "reembedded": 0, "already_imported": True,
+                        "inserted": {}, "skipped": {}}
+    embed_here = reembed or not head.vectors
+    header = reader.verify(frozenset({"memories", "turns"}) if embed_here else frozenset())
+    key = IMPORT_KEY + reader.digest
+    base = {"archive": str(path), "sha256": reader.digest, "namespace": header.namespace,
+            "embedder": header.embedder, "reembedded": 0}
+    with store.archive_snapshot(None) as snap:
+        seen = snap.meta(key)
+    if seen is not None:
+        return base | {"already_imported": True, "inserted": {}, "skipped": {}}
+    jobs: list[tuple[str, int, str]] = []
+    vecs: list[Any] = []
+    if embed_here:
+        jobs = archive_embedding_jobs(reader.collected.get("memories", ()),
+                                      reader.collected.get("turns", ()))
+        reader.collected = {}
+        vecs = _embed(embedder, jobs, progress)
+    skip = EMBEDDING_TABLES if reembed else frozenset()
+    with store.archive_loader(embedder.dim) as loader:
+        if loader.meta(key) is not None:  # another process finished it meanwhile
+            return base | {"already_imported": True, "inserted": {}, "skipped": {}}
+        for table, row in reader.rows():
+            if table not in skip:
+                loader.add(table, row)
+        embedded = 0
+        for (space, k, _), v in zip(jobs, vecs, strict=True):
+            if loader.is_new(space, k):
+                loader.put_vector(space, k, v)
+                embedded += 1
+        loader.set_meta(key, json.dumps({"imported_at": time.time(),
+                                         "namespace": header.namespace,
+                                         "rows": sum(header.counts.values())}))
+        inserted, skipped = dict(loader.inserted), dict(loader.skipped)
+    return base | {"already_imported": False, "inserted": inserted, "skipped": skipped,
+                   "reembedded": embedded if embed_here else 0}
+
+
+def open_for_import(home: Path | None, namespace: str | None, embedder: str | None,
+                    path: Path) -> Memory:
+    """Open the target of ``tideline import tideline``: a store that does not exist yet
+    is created with the archive's embedder (unless one is named).
+
+    Raises:
+        ArchiveInvalid: the archive's header is invalid.
+        EmbedderError: the archive's embedder cannot be built here.
+    """
+    from tideline.config import Config
+    from tideline.embed import embedder_from_marker
+    from tideline.memory import Memory
+    from tideline.store.connection import peek_meta
+
+    cfg = Config.load(**({"home": Path(home).expanduser()} if home is not None else {}))
+    if (embedder is None and not os.environ.get("TIDELINE_EMBEDDER")
+            and peek_meta(cfg.home, "embedder") is None):
+        head = ArchiveReader(Path(path), _schema_version()).read_header()
+        return Memory.open(cfg.home, namespace=namespace,
+                           embedder=embedder_from_marker(head.embedder))
+    return Memory.open(cfg.home, namespace=namespace, embedder=embedder)
+
+
+@contextlib.contextmanager
+def _scratch(directory: Path) -> Iterator[Path]:
+    tmp = inside(directory, f".tideline-migrate-{secrets.token_hex(6)}.jsonl")
+    try:
+        yield tmp
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def migrate_store(mem: Memory, to: str, *, progress: Progress | None = None) -> dict[str, Any]:
+    """Copy every namespace of ``mem``'s store into a fresh store at ``to``, and verify it.
+
+    The source is left as it was. The copy goes through the archive (so it is the same
+    path as export + import) and is then compared with the source row by row through
+    the archive's sha256.
+
+    Raises:
+        BackendUnavailable: ``to`` is a database URL (no backend for it in this version).
+        InvalidInput: ``to`` is the source itself, or already holds data.
+        UnsafePath: ``to`` or a parent is a symlink.
+    """
+    if "://" in to:
+        scheme = to.split("://", 1)[0] or "?"
+        raise BackendUnavailable(
+            f"no {scheme!r} backend in this Tideline: `migrate --to` takes a store directory "
+            "for now (the PostgreSQL backend comes with issue 11)")
+    from tideline.memory import Memory
+
+    target = safe_dir(Path(to))
+    source = Path(os.path.abspath(mem.config.home))
+    if target == source or (source.exists() and os.path.samefile(target, source)):
+        raise InvalidInput("the migration target is the source store itself")
+    with _scratch(target) as tmp:
+        exported = export_archive(mem.store, tmp, namespace=None, vectors=True)
+        cfg = dataclasses.replace(mem.config, home=target)
+        with Memory(cfg, mem.embedder) as dest:
+            with dest.store.archive_snapshot(None) as snap:
+                held = {t: snap.count(t) for t in TABLES if t != "db_meta"}
+            if any(held.values()):
+                raise InvalidInput(f"{target} already holds a store with data; migrate "
+                                   "into an empty directory")
+            imported = import_archive(dest.store, mem.embedder, tmp, progress=progress)
+            digest = archive_digest(dest.store)
+    return {"from": str(source), "to": str(target), "counts": exported["counts"],
+            "rows": exported["rows"], "sha256": exported["sha256"],
+            "inserted": imported["inserted"], "verified": digest == exported["sha256"]}
