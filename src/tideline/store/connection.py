@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tideline.errors import SchemaTooNew, StoreCorrupt, StoreError, from_sqlite
+from tideline.store import presence
 from tideline.store.schema import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["Database", "connect_readonly", "peek_meta"]
@@ -29,10 +30,20 @@ DB_FILE = "tideline.db"
 class Database:
     """One connection to the store's SQLite file, safe to share between threads.
 
+    A new store is created only in a new or empty directory; a database that is
+    missing or empty where a store lived, or that belongs to something else, is
+    refused before anything is written (see :mod:`tideline.store.presence`).
+
     Args:
         directory: the store directory (created if missing).
         busy_timeout_ms: how long one attempt waits for the write lock.
         retries: extra attempts (with jittered back-off) after a busy timeout.
+
+    Raises:
+        StoreCorrupt: the database is damaged, foreign, or lost (the message names the
+            backups to restore from).
+        NotFound: no database, in a directory that holds other files.
+        SchemaTooNew: written by a newer Tideline.
     """
 
     def __init__(self, directory: Path, *, busy_timeout_ms: int = 5_000, retries: int = 6) -> None:
@@ -41,6 +52,9 @@ class Database:
         self.retries = retries
         self._lock = threading.RLock()
         self._depth = 0
+        if not self.path.is_file() or self.path.stat().st_size == 0:
+            presence.check_vacant(directory, DB_FILE,
+                                  "missing" if not self.path.exists() else "empty (0 bytes)")
         try:
             directory.mkdir(parents=True, exist_ok=True)
             (directory / "backups").mkdir(exist_ok=True)
@@ -54,6 +68,11 @@ class Database:
                 check_same_thread=False,
             )
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            try:  # before WAL or any table: a file that is not ours stays untouched
+                presence.check_schema(self.conn, directory, DB_FILE)
+            except BaseException:
+                self.conn.close()
+                raise
             mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StoreError(f"could not switch {self.path} to WAL (got {mode})")
@@ -62,6 +81,7 @@ class Database:
         except sqlite3.Error as exc:
             raise from_sqlite(exc) from exc
         self.migrated_from = self._migrate()
+        presence.write_marker(directory, DB_FILE)
 
     # -- transactions ---------------------------------------------------------------------
 
