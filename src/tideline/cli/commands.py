@@ -266,7 +266,9 @@ def doctor(
             progress_bar("repairing", not as_json and repair) as bar:
         res = mem.doctor(repair=repair, progress=bar)
     emit(res, as_json, lambda: ("ok" if res["ok"] else f"problems: {res['problems']}")
+         + (f"; found {res['found']}" if res.get("found") else "")
          + (f"; repaired {res['repaired']}" if res["repaired"] else "")
-         + "\n" + json.dumps(res["checks"]["parity"]))
+         + "\n" + json.dumps(res["checks"]["parity"])
+         + (f"\n{res['restore']}" if res.get("restore") else ""))
     if not res["ok"]:
         raise fail("store has problems (run `tideline doctor --repair`)", 13)
