@@ -183,7 +183,10 @@ class Config:
         embedder: ``e5`` (default), ``hashing`` or ``http``.
         busy_timeout_ms: SQLite busy timeout per attempt.
         busy_retries: bounded retries (with jitter) after the timeout.
-        backups_keep: backups kept by sleep (0 disables).
+        backups_keep: backups kept in ``<store>/backups`` (newest first, every kind of
+            backup counted); 0 disables sleep's backup.
+        backups_max_mb: and at most this many MiB of backups in total (0: no size
+            bound); the newest backup is always kept, however large.
     """
 
     home: Path = field(default_factory=default_home)
@@ -193,7 +196,8 @@ class Config:
     embed_model: str | None = None
     busy_timeout_ms: int = 5_000
     busy_retries: int = 6
-    backups_keep: int = 10
+    backups_keep: int = 5
+    backups_max_mb: int = 512
     caps: Caps = field(default_factory=Caps)
     recall: RecallTuning = field(default_factory=RecallTuning)
     dynamics: Dynamics = field(default_factory=Dynamics)
@@ -222,8 +226,10 @@ class Config:
             values["embed_url"] = env["TIDELINE_EMBED_URL"]
         if env.get("TIDELINE_EMBED_MODEL"):
             values["embed_model"] = env["TIDELINE_EMBED_MODEL"]
-        if env.get("TIDELINE_BACKUPS_KEEP"):
-            values["backups_keep"] = _int(env["TIDELINE_BACKUPS_KEEP"], "TIDELINE_BACKUPS_KEEP")
+        for name in ("backups_keep", "backups_max_mb"):
+            var = f"TIDELINE_{name.upper()}"
+            if env.get(var):
+                values[name] = _int(env[var], var)
         known = {f.name for f in dataclasses.fields(cls)}
         for key, value in overrides.items():
             if key not in known:
@@ -232,6 +238,10 @@ class Config:
                 values[key] = value
         if "home" in values:
             values["home"] = Path(values["home"]).expanduser()
+        for name in ("backups_keep", "backups_max_mb"):
+            if name in values and (isinstance(values[name], bool)
+                                   or not isinstance(values[name], int) or values[name] < 0):
+                raise InvalidInput(f"{name} must be a whole number >= 0, got {values[name]!r}")
         return cls(**values)
 
 

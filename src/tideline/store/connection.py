@@ -22,7 +22,7 @@ from tideline.errors import SchemaTooNew, StoreCorrupt, StoreError, from_sqlite
 from tideline.store import presence
 from tideline.store.schema import MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["Database", "connect_readonly", "peek_meta"]
+__all__ = ["Database", "connect_readonly", "peek_meta", "prune_backups"]
 
 DB_FILE = "tideline.db"
 
@@ -205,12 +205,15 @@ class Database:
                 )
         return current
 
-    def backup(self, label: str, keep: int | None = None) -> Path:
+    def backup(self, label: str, keep: int | None = None,
+               max_bytes: int | None = None) -> Path:
         """Copy the database through SQLite's online backup API into ``backups/``.
 
         Args:
             label: a word that ends up in the file name.
-            keep: if given, keep only the newest ``keep`` backups with this label.
+            keep: if given, keep at most this many backups (of every label, newest first).
+            max_bytes: if given (> 0), keep the newest backups only while their sizes add
+                up to at most this; the backup just made always stays.
 
         Returns:
             The backup file.
@@ -235,10 +238,9 @@ class Database:
         except OSError as exc:
             tmp.unlink(missing_ok=True)
             raise StoreError(f"backup failed: {exc}") from exc
-        if keep is not None:
-            olds = sorted((self.directory / "backups").glob(f"{label}-*.db"))
-            for old in olds[: max(0, len(olds) - keep)] if keep > 0 else olds:
-                old.unlink(missing_ok=True)
+        if keep is not None or max_bytes:
+            prune_backups(self.directory / "backups", keep=keep, max_bytes=max_bytes,
+                          protect=target)
         return target
 
     def restore(self, backup: Path) -> None:
@@ -270,6 +272,34 @@ class Database:
         """Copy the raw database file (after a checkpoint) — for export tooling."""
         self.checkpoint()
         shutil.copyfile(self.path, target)
+
+
+def prune_backups(folder: Path, *, keep: int | None, max_bytes: int | None,
+                  protect: Path | None = None) -> list[Path]:
+    """Delete the oldest backups beyond a count and a total size; returns what was deleted.
+
+    Backups of every label count (sleep, pre-migration, manual). Newest first, a backup
+    stays while fewer than ``keep`` are kept and the kept ones add up to at most
+    ``max_bytes`` (None or 0: no size bound); ``protect`` (the one just made) always stays.
+    """
+    found = [p for p in folder.glob("*.db") if p.is_file()]
+    found.sort(key=lambda p: (p.stat().st_mtime_ns, p.name), reverse=True)
+    if protect is not None and protect in found:
+        found.remove(protect)
+        found.insert(0, protect)
+    kept = 0
+    total = 0
+    removed: list[Path] = []
+    for path in found:
+        size = path.stat().st_size
+        fits = (keep is None or kept < keep) and (not max_bytes or total + size <= max_bytes)
+        if path == protect or fits:
+            kept += 1
+            total += size
+            continue
+        path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
 
 
 def connect_readonly(directory: Path) -> sqlite3.Connection | None:
