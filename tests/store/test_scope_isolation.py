@@ -300,3 +300,25 @@ def test_brief_bridge_keeps_to_the_project_when_session_names_repeat(
     prefetch = mem.inject_prefetch("granite", scope="A", session="mcp", recent="session",
                                    log=False).text
     assert "orchid" not in prefetch
+
+
+def test_hermes_tools_keep_to_the_detected_project(
+        store_dir: Any, two_projects: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Hermes plugin's tools in project A: B's ids are missing, B's text never recalled."""
+    from tideline.plugins.hermes import TidelineMemoryProvider
+
+    monkeypatch.setenv("TIDELINE_PROJECT", "A")
+    provider = TidelineMemoryProvider(store=store_dir, embedder="hashing")
+    provider.initialize("h-1", agent_context="primary")
+    try:
+        assert provider.memory.project == "A"
+        b = two_projects["b"]
+        reflected = json.loads(provider.handle_tool_call("tideline_reflect",
+                                                         {"ids": [b], "reward": 1}))
+        assert reflected["missing"] == [b] and reflected["updated"] == []
+        recalled = json.loads(provider.handle_tool_call("tideline_recall",
+                                                        {"query": "zebra quartz"}))
+        assert all(i["scope"] in ("A", "global") for i in recalled["items"])
+        assert "B secret" not in recalled["text"] and "B turn" not in recalled["text"]
+    finally:
+        provider.shutdown()
