@@ -57,7 +57,6 @@ class Database:
                                   "missing" if not self.path.exists() else "empty (0 bytes)")
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            (directory / "backups").mkdir(exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create store directory {directory}: {exc}") from exc
         try:
@@ -73,6 +72,11 @@ class Database:
             except BaseException:
                 self.conn.close()
                 raise
+            try:
+                (directory / "backups").mkdir(exist_ok=True)
+            except OSError as exc:
+                self.conn.close()
+                raise StoreError(f"cannot create {directory / 'backups'}: {exc}") from exc
             mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StoreError(f"could not switch {self.path} to WAL (got {mode})")
