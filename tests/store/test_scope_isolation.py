@@ -72,11 +72,13 @@ def _check_read(w: World, op: str, reader: str, word: str, pick: int, n: int) ->
         packet = mem.recall(f"{word} note", scope=reader, abstain=False, limit=50)
         for item in packet.items:
             assert item.scope in visible
-            owner = w.memories if item.type == "memory" else w.turns
-            assert owner[int(item.id)] in visible
+            if item.type == "memory":
+                assert w.memories[int(item.id)] in visible
+            else:  # a turn item's id is the source's message id
+                assert w.turns[int(item.turn_id or 0)] in visible
     elif op == "ctx_query":
         res = mem.read_context(query=word, scope=reader, limit=50)
-        assert all(w.turns[int(t["id"])] in visible for t in res["turns"])
+        assert all(w.turns[int(t["turn_id"])] in visible for t in res["turns"])
     elif op == "ctx_session":
         for around in (None, pick % 4):
             res = mem.read_context(session=f"s{pick % 2}", around=around, scope=reader)
@@ -322,3 +324,15 @@ def test_hermes_tools_keep_to_the_detected_project(
         assert "B secret" not in recalled["text"] and "B turn" not in recalled["text"]
     finally:
         provider.shutdown()
+
+
+def test_comb_prompt_attention_keeps_to_the_project(mem: Memory) -> None:
+    """Found by the property test: the comb prompt's "most recalled" list named memories
+    of every project, so project beta's prompt showed alpha's recalled memory."""
+    from tideline.dream.prompts import render_prompt
+
+    mem.remember("heron note 0 in mk0qalpha", scope="alpha")
+    mem.remember("heron note 1 in mk1qbeta", scope="beta")
+    mem.recall("heron note", scope="alpha", abstain=False)
+    assert "mk0qalpha" not in render_prompt(mem, "comb", scope="beta")
+    assert "mk0qalpha" in render_prompt(mem, "comb", scope="alpha")
