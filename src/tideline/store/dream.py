@@ -100,8 +100,8 @@ class DreamStore(NamespaceView):
                "AND ts >= ?")
         args: list[Any] = [self.ns, since]
         if scopes is not None:
-            sql += (" AND memory_id IN (SELECT id FROM memories WHERE namespace = ? "
-                    f"AND scope IN ({_ph(len(scopes))}))")  # noqa: S608
+            inner = f"SELECT id FROM memories WHERE namespace = ? AND scope IN ({_ph(len(scopes))})"  # noqa: S608,E501
+            sql += f" AND memory_id IN ({inner})"
             args.extend([self.ns, *scopes])
         if ids is not None:
             chosen = list(ids)[:900]
