@@ -53,7 +53,7 @@ def test_structured_write_roundtrip(mem: Memory) -> None:
                     tags=["边界"], entities_role="A=判断+执行; B=审查",
                     related_entities=["照照"], importance=5, emotional=4, recurrence=2,
                     unresolved=3, event_time="2026-11-01T22:00:00+08:00", scope="atlas")
-    rec = mem.get(res.id)
+    rec = mem.get(res.id, scope="atlas")
     assert rec.entities_role == "A=判断+执行; B=审查"
     assert rec.weight == pytest.approx((0.35 * 5 + 0.25 * 4 + 0.25 * 2 + 0.15 * 3 - 1) / 4)
     assert rec.event_time is not None and rec.event_time < rec.recorded_at

@@ -188,7 +188,10 @@ class Config:
         embedder: ``e5`` (default), ``hashing``, ``http`` or ``none`` (full text only).
         busy_timeout_ms: SQLite busy timeout per attempt.
         busy_retries: bounded retries (with jitter) after the timeout.
-        backups_keep: backups kept by sleep (0 disables).
+        backups_keep: backups kept in ``<store>/backups`` (newest first, every kind of
+            backup counted); 0 disables sleep's backup.
+        backups_max_mb: and at most this many MiB of backups in total (0: no size
+            bound); the newest backup is always kept, however large.
         write_retry_window_s: a write whose content matches an earlier one (same scope,
             kind, text and source) within this many seconds is a retry and replays the
             first outcome; later the same content is a restatement and goes through the
@@ -206,7 +209,8 @@ class Config:
     embed_model: str | None = None
     busy_timeout_ms: int = 5_000
     busy_retries: int = 6
-    backups_keep: int = 10
+    backups_keep: int = 5
+    backups_max_mb: int = 512
     write_retry_window_s: float = 600.0
     agent_name: str = ""
     embed_cooldown_s: float = 30.0
@@ -240,8 +244,10 @@ class Config:
             values["embed_url"] = env["TIDELINE_EMBED_URL"]
         if env.get("TIDELINE_EMBED_MODEL"):
             values["embed_model"] = env["TIDELINE_EMBED_MODEL"]
-        if env.get("TIDELINE_BACKUPS_KEEP"):
-            values["backups_keep"] = _int(env["TIDELINE_BACKUPS_KEEP"], "TIDELINE_BACKUPS_KEEP")
+        for name in ("backups_keep", "backups_max_mb"):
+            var = f"TIDELINE_{name.upper()}"
+            if env.get(var):
+                values[name] = _int(env[var], var)
         if env.get("TIDELINE_WRITE_RETRY_WINDOW_S"):
             values["write_retry_window_s"] = _float(env["TIDELINE_WRITE_RETRY_WINDOW_S"],
                                                     "TIDELINE_WRITE_RETRY_WINDOW_S")
@@ -255,6 +261,10 @@ class Config:
                 values[key] = value
         if "home" in values:
             values["home"] = Path(values["home"]).expanduser()
+        for name in ("backups_keep", "backups_max_mb"):
+            if name in values and (isinstance(values[name], bool)
+                                   or not isinstance(values[name], int) or values[name] < 0):
+                raise InvalidInput(f"{name} must be a whole number >= 0, got {values[name]!r}")
         return cls(**values)
 
     def __post_init__(self) -> None:

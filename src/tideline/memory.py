@@ -14,7 +14,7 @@ from tideline.config import Config
 from tideline.dream.mixin import DreamMixin
 from tideline.dynamics import reinforce, retention, weaken
 from tideline.embed import Embedder, EmbedGuard, embedder_from_marker, make_embedder
-from tideline.errors import InputTooLarge, InvalidInput
+from tideline.errors import InputTooLarge, InvalidInput, NotFound
 from tideline.inject.mixin import InjectMixin
 from tideline.models import (
     KINDS,
@@ -170,6 +170,10 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
     def _scopes(self, scope: str | None) -> tuple[str, list[str]]:
         current = self._scope(scope, write=False)
         return current, list(dict.fromkeys([current, "global"]))
+
+    def _visible(self, scope: str | None) -> list[str]:
+        """The scopes a read on behalf of ``scope`` may answer from: it and ``global``."""
+        return self._scopes(scope)[1]
 
     # -- write path -----------------------------------------------------------------------
 
@@ -436,12 +440,15 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
 
     # -- feedback and edits ---------------------------------------------------------------
 
-    def reflect(self, ids: Sequence[int], reward: float) -> dict[str, Any]:
+    def reflect(self, ids: Sequence[int], reward: float, *,
+                scope: str | None = None) -> dict[str, Any]:
         """Reward (> 0) or penalise (< 0) recalled memories.
 
         Args:
             ids: memory ids.
             reward: −1..1; positive reinforces, negative weakens.
+            scope: the project acting (default: the current one); memories of other
+                projects count as missing.
 
         Returns:
             ``{"updated": [...], "missing": [...], "reward": r}``.
@@ -454,11 +461,13 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         ):
             raise InvalidInput(f"reward must be a number in -1..1, got {reward!r}")
         wanted = clean_ids(ids, "ids", self.config.caps.limit)
+        visible = self._visible(scope)
         now = time.time()
         dyn = self.config.dynamics
         updated: list[int] = []
         with self.store.db.write() as c:
-            found = self.store.get_memories(wanted, c)
+            found = {mid: rec for mid, rec in self.store.get_memories(wanted, c).items()
+                     if rec.scope in visible}
             for mid, rec in found.items():
                 if reward > 0:
                     new = reinforce(rec, now, dyn, amount=float(reward))
@@ -473,34 +482,45 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         missing = [i for i in wanted if i not in found]
         return {"updated": updated, "missing": missing, "reward": reward}
 
-    def revise(self, memory_id: int, text: str | None = None, **fields: Any) -> WriteResult:
+    def revise(self, memory_id: int, text: str | None = None, *, scope: str | None = None,
+               **fields: Any) -> WriteResult:
         """Write a new version of a memory that supersedes the old one (history kept).
 
         Args:
             memory_id: the memory to revise.
             text: the new gesture (default: unchanged).
+            scope: the project acting (default: the current one); a memory of another
+                project is not found.
             **fields: any other field of :meth:`write` to change.
 
         Returns:
             The new version's id (decision ``new``).
 
         Raises:
-            NotFound: no such memory.
+            NotFound: no such memory in this project or ``global``.
             Conflict: it was already superseded.
             InvalidInput: bad fields.
         """
         from tideline.write.revise import revise_memory
 
-        return revise_memory(self, int(memory_id), text, fields)
+        return revise_memory(self, int(memory_id), text, fields, scope=scope)
 
-    def forget(self, memory_id: int) -> dict[str, Any]:
+    def forget(self, memory_id: int, *, scope: str | None = None) -> dict[str, Any]:
         """Delete a memory for real (privacy): row, indexes, edges; journaled.
 
+        Args:
+            memory_id: the memory to delete.
+            scope: the project acting (default: the current one); a memory of another
+                project is not found (and not deleted).
+
         Raises:
-            NotFound: no such memory.
+            NotFound: no such memory in this project or ``global``.
         """
         mid = clean_ids([memory_id], "id", 1)[0]
+        visible = self._visible(scope)
         with self.store.db.write() as c:
+            if self.store.get_memory(mid, c).scope not in visible:
+                raise NotFound(f"no memory with id {mid}")
             rec = self.store.delete_memory(c, mid)
             self.store.log_event(c, "forget", {"scope": rec.scope, "kind": rec.kind},
                                  memory_id=mid)
@@ -508,39 +528,70 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
 
     # -- reading --------------------------------------------------------------------------
 
-    def get(self, memory_id: int) -> MemoryRecord:
-        """One memory by id.
+    def get(self, memory_id: int, *, scope: str | None = None) -> MemoryRecord:
+        """One memory by id, if it belongs to the project or ``global``.
+
+        Args:
+            memory_id: the memory.
+            scope: the project reading (default: the current one).
 
         Raises:
-            NotFound: no such memory.
+            NotFound: no such memory in this project or ``global`` (a memory of another
+                project is not found, exactly as if it did not exist).
         """
-        return self.store.get_memory(clean_ids([memory_id], "id", 1)[0])
+        mid = clean_ids([memory_id], "id", 1)[0]
+        rec = self.store.get_memory(mid)
+        if rec.scope not in self._visible(scope):
+            raise NotFound(f"no memory with id {mid}")
+        return rec
 
-    def show(self, memory_id: int) -> dict[str, Any]:
+    def show(self, memory_id: int, *, scope: str | None = None) -> dict[str, Any]:
         """A memory with its edges, version history, retention and linked raw turns.
 
+        Only what the project may see is shown: history versions, edges to other
+        memories and linked turns of another project are left out.
+
+        Args:
+            memory_id: the memory.
+            scope: the project reading (default: the current one).
+
         Raises:
-            NotFound: no such memory.
+            NotFound: no such memory in this project or ``global``.
         """
-        rec = self.get(memory_id)
+        visible = self._visible(scope)
+        rec = self.get(memory_id, scope=scope)
         history: list[dict[str, Any]] = []
         cursor = rec.supersedes
         while cursor is not None and len(history) < 50:
             found = self.store.get_memories([cursor])
-            if cursor not in found:
+            if cursor not in found or found[cursor].scope not in visible:
                 break
             history.append(found[cursor].to_dict())
             cursor = found[cursor].supersedes
+        edges = self.store.edges_of([rec.id])
+        others = self.store.get_memories({e.src for e in edges} | {e.dst for e in edges})
+        seen = {mid for mid, r in others.items() if r.scope in visible}
         out = rec.to_dict()
         out["retention"] = round(retention(rec, time.time(), self.config.dynamics), 4)
-        out["edges"] = [e.to_dict() for e in self.store.edges_of([rec.id])]
+        out["edges"] = [e.to_dict() for e in edges if e.src in seen and e.dst in seen]
         out["history"] = history
-        out["turns"] = [t.to_dict() for t in self.store.get_turns(rec.source_links).values()]
+        out["turns"] = [t.to_dict() for t in self.turns(rec.source_links, scope=scope)]
         return out
 
-    def turns(self, ids: Sequence[int]) -> list[Turn]:
-        """Raw turns by internal id (e.g. a memory's source_links)."""
-        return list(self.store.get_turns(clean_ids(ids, "ids", self.config.caps.batch)).values())
+    def turns(self, ids: Sequence[int], *, scope: str | None = None) -> list[Turn]:
+        """Raw turns by internal id (e.g. a memory's source_links).
+
+        Args:
+            ids: turn ids.
+            scope: the project reading (default: the current one); turns of another
+                project are left out, as if they did not exist.
+
+        Raises:
+            InvalidInput: bad ids.
+        """
+        visible = self._visible(scope)
+        found = self.store.get_turns(clean_ids(ids, "ids", self.config.caps.batch))
+        return [t for t in found.values() if t.scope in visible]
 
     def events(
         self, *, kinds: Sequence[str] | None = None, limit: int = 50

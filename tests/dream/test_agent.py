@@ -72,7 +72,8 @@ def test_agent_answer_is_applied_and_journaled(mem: Memory) -> None:
                       "version": 0}],
         "self_concept": [], "threads": []}, settings=settings())
     assert result["status"] == "applied" and result["source"] == "agent"
-    assert mem.get(m["dec2"]).status == "superseded" and mem.get(m["dec9"]).importance == 5
+    assert mem.get(m["dec2"], scope="orchard").status == "superseded"
+    assert mem.get(m["dec9"], scope="orchard").importance == 5
     call = events(mem, "dream_call")[0]
     assert call["provider"] == "agent" and call["estimated"] is True
     assert call["tokens_in"] == pytest.approx(len(prompt) / 4, rel=0.05)
@@ -88,9 +89,9 @@ def test_agent_solidify_from_json_text(mem: Memory) -> None:
         "backfill": [{"memory_id": m["dec9"], "version": 1, "source_links": [m["t1"]]}]})
     result = mem.apply_dream("solidify", "```json\n" + text + "\n```", settings=settings())
     assert result["counts"]["backfilled"] == 1
-    assert mem.get(m["dec9"]).source_links == (m["t1"],)
+    assert mem.get(m["dec9"], scope="orchard").source_links == (m["t1"],)
     write = next(c for c in result["changes"] if c["op"] == "write")
-    assert mem.get(write["id"]).source_links == (m["t1"], m["t2"])
+    assert mem.get(write["id"], scope="orchard").source_links == (m["t1"], m["t2"])
 
 
 @pytest.mark.parametrize(("layer", "payload", "problem"), [
@@ -124,12 +125,13 @@ def test_agent_answers_get_the_same_validation(mem: Memory, layer: str, payload:
 
 def test_agent_echoed_version_protects_against_changes_meanwhile(mem: Memory) -> None:
     m = _world(mem)
-    mem.reflect([m["dec9"]], 1.0)  # the agent saw v1; it is v2 now
+    mem.reflect([m["dec9"]], 1.0, scope="orchard")  # the agent saw v1; it is v2 now
     result = mem.apply_dream("comb", {
         "weights": [{"memory_id": m["dec9"], "version": 1, "unresolved": 5, "reason": "r"}],
         "conflicts": [], "profiles": [], "self_concept": [], "threads": []},
         settings=settings())
-    assert result["counts"]["conflicts"] == 1 and mem.get(m["dec9"]).unresolved == 1
+    assert result["counts"]["conflicts"] == 1
+    assert mem.get(m["dec9"], scope="orchard").unresolved == 1
 
 
 def test_agent_dream_dry_run(mem: Memory) -> None:

@@ -79,7 +79,8 @@ def test_dream_with_a_command_provider(tmp_path: Path) -> None:
     assert [r["status"] for r in result["layers"]] == ["applied", "applied", "empty", "applied"]
     assert result["provider"] == "command" and result["tokens_in"] > 0
     solid = result["layers"][0]["changes"][0]
-    shown = json.loads(run("show", str(solid["id"]), "--json", store=store).stdout)
+    shown = json.loads(run("show", str(solid["id"]), "--scope", "atlas", "--json",
+                           store=store).stdout)
     assert len(shown["turns"]) == 6 and shown["turns"][0]["message_id"] == "msg-0001"
     dream = next(c for c in result["layers"][3]["changes"] if c["op"] == "write")
     assert dream["kind"] == "dream" and dream["weights"]["importance"] == 1

@@ -38,7 +38,7 @@ def _user_prompt(server: LLMServer, i: int = -1) -> str:
 def test_solidify_turns_a_day_into_memories_with_source_links(
         mem: Memory, openai_server: LLMServer) -> None:
     t = _import_demo(mem)
-    ts = {tid: mem.turns([tid])[0].timestamp for tid in t.values()}
+    ts = {tid: mem.store.get_turns([tid])[tid].timestamp for tid in t.values()}
     memories = [
         {"gesture": "Atlas nightly load failed: PgBouncer drops the idle connection; we open it "
                     "only after the extract (ATL-5542).",
@@ -82,17 +82,17 @@ def test_solidify_turns_a_day_into_memories_with_source_links(
     assert layer["counts"]["written"] == 5 and layer["counts"]["potentiated"] == 1
     written = [c for c in layer["changes"] if c["op"] == "write"]
     ids = [c["id"] for c in written]
-    first = mem.get(ids[0])
+    first = mem.store.get_memory(ids[0])
     assert ids[5] == ids[0]  # the rephrasing potentiated the first memory
     assert set(first.source_links) == {t[f"msg-000{i}"] for i in range(1, 7)} | {t["msg-0012"]}
     assert first.reinforcements == 1 and first.scope == "atlas" and first.kind == "decision"
     assert first.event_time == ts[t["msg-0001"]]  # when it happened, from the turns
-    orchard = mem.get(ids[3])
+    orchard = mem.store.get_memory(ids[3])
     assert orchard.scope == "orchard" and orchard.related_entities == ("Lena", "Orchard")
-    pref = mem.get(ids[2])
+    pref = mem.store.get_memory(ids[2])
     assert pref.kind == "preference" and pref.importance == 4
     # Each memory leads back to its raw turns (the texture).
-    shown = mem.show(ids[1])
+    shown = mem.show(ids[1], scope=mem.store.get_memory(ids[1]).scope)
     assert [x["text"][:5] for x in shown["turns"]] == ["Noch ", "E1234", "Ja, N", "Dann "]
     calls = events(mem, "dream_call")
     assert calls[0]["layer"] == "solidify" and calls[0]["ok"] is True
@@ -114,7 +114,8 @@ def test_solidify_runs_on_anthropic_too(mem: Memory, anthropic_server: LLMServer
          "importance": 3, "emotional": 1, "recurrence": 1, "unresolved": 1}]}))
     run = mem.dream(["solidify"], provider=anthropic(anthropic_server), settings=settings())
     mid = run["layers"][0]["changes"][0]["id"]
-    assert mem.get(mid).kind == "procedure" and mem.get(mid).scope == "orchard"
+    stored = mem.store.get_memory(mid)
+    assert stored.kind == "procedure" and stored.scope == "orchard"
     assert events(mem, "dream_call")[0]["provider"] == "anthropic"
 
 
@@ -135,7 +136,7 @@ def _deploy_memories(mem: Memory) -> dict[str, int]:
 def test_comb_reweighs_marks_conflicts_and_updates_the_self_model(
         mem: Memory, openai_server: LLMServer) -> None:
     m = _deploy_memories(mem)
-    before = {k: mem.get(v) for k, v in m.items()}
+    before = {k: mem.store.get_memory(v) for k, v in m.items()}
     openai_server.replies.append(answer({
         "weights": [{"memory_id": m["tuesday"], "version": 1, "importance": 5, "recurrence": 3,
                      "reason": "a standing rule now"},
@@ -160,16 +161,16 @@ def test_comb_reweighs_marks_conflicts_and_updates_the_self_model(
     assert (counts["updated"], counts["contradicts"], counts["superseded"], counts["profiles"],
             counts["self_concept"], counts["threads"], counts["conflicts"]) == (2, 1, 1, 2, 1,
                                                                                 1, 0)
-    tuesday = mem.get(m["tuesday"])
+    tuesday = mem.store.get_memory(m["tuesday"])
     assert (tuesday.importance, tuesday.recurrence, tuesday.version) == (5, 3, 2)
     assert tuesday.weight > before["tuesday"].weight
     edges = {(e.src, e.dst, e.type) for e in mem.store.edges_of(list(m.values()))}
     assert (m["tuesday"], m["friday"], "contradicts") in edges
     assert (m["dec9"], m["dec2"], "supersedes") in edges
-    old = mem.get(m["dec2"])  # superseded, never deleted
+    old = mem.store.get_memory(m["dec2"])  # superseded, never deleted
     assert old.status == "superseded" and old.gesture == before["dec2"].gesture
     assert old.unresolved == 1  # re-weighed before it became history
-    assert mem.get(m["friday"]).status != "superseded"  # a contradiction keeps both
+    assert mem.store.get_memory(m["friday"]).status != "superseded"  # a contradiction keeps both
     recalled = mem.recall("Orchard 2.5 release date", scope="orchard", log=False)
     assert m["dec2"] not in [i.id for i in recalled.memories]
     assert {(p["entity"], p["facet"]) for p in mem.profiles()} == {("Mira", "impression"),
@@ -214,12 +215,12 @@ def test_dream_importance_is_fixed_at_one(mem: Memory, openai_server: LLMServer)
 
     change = run["layers"][0]["changes"][0]
     assert change["decision"] == "new"  # never folded into a real memory
-    dream = mem.get(change["id"])
+    dream = mem.store.get_memory(change["id"])
     assert dream.kind == "dream" and dream.importance == 1
     assert (dream.emotional, dream.recurrence, dream.unresolved) == (4, 3, 5)
     assert dream.scope == "atlas" and dream.tags[0] == "dream"
     assert f"lighthouse (#{m['friday']}, #{m['tuesday']})" in dream.cognition_direction
-    real = mem.get(m["friday"])
+    real = mem.store.get_memory(m["friday"])
     assert real.kind == "decision" and real.reinforcements == 0 and real.importance == 3
     prompt = _user_prompt(openai_server)
     assert "Orchard" not in prompt  # one dream, in the day's weightiest project (+ global)
@@ -259,7 +260,7 @@ def test_wander_finds_a_connection(mem: Memory, openai_server: LLMServer) -> Non
     layer = run["layers"][0]
     assert layer["seed"] == w["seed"] and layer["counts"]["related"] == 3
     refl_id = next(c["id"] for c in layer["changes"] if c["op"] == "write")
-    refl = mem.get(refl_id)
+    refl = mem.store.get_memory(refl_id)
     assert refl.kind == "reflection" and refl.scope == "atlas"
     edges = {(e.src, e.dst, e.type) for e in mem.store.edges_of([refl_id, w["seed"]])}
     assert {(w["seed"], w["far"], "related"), (refl_id, w["seed"], "related"),

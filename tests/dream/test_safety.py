@@ -96,7 +96,7 @@ def test_retry_once_with_the_problems_then_apply(mem: Memory, openai_server: LLM
         answer(_comb(m))]
     run = mem.dream(["comb"], provider=openai(openai_server), settings=settings())
     assert run["layers"][0]["counts"]["contradicts"] == 1
-    assert mem.get(m["tuesday"]).importance == 5
+    assert mem.get(m["tuesday"], scope="atlas").importance == 5
     retry = openai_server.requests[1]["messages"]
     assert [x["role"] for x in retry] == ["system", "user", "assistant", "user"]
     assert '"importance": 9' in retry[2]["content"]
@@ -121,9 +121,9 @@ def test_a_memory_written_during_the_llm_call_survives(mem: Memory, store_dir: P
 
     openai_server.replies.append(slow_model)
     mem.dream(["comb"], provider=openai(openai_server), settings=settings())
-    assert mem.get(written[0]).gesture == "Hotfix deployed on a Friday after all."
+    assert mem.get(written[0], scope="atlas").gesture == "Hotfix deployed on a Friday after all."
     assert {p["entity"] for p in mem.profiles()} == {"Mira", "Deniz"}
-    assert mem.get(m["tuesday"]).importance == 5
+    assert mem.get(m["tuesday"], scope="atlas").importance == 5
 
 
 def test_a_memory_revised_between_plan_and_apply_is_skipped_as_a_conflict(
@@ -133,7 +133,8 @@ def test_a_memory_revised_between_plan_and_apply_is_skipped_as_a_conflict(
     cfg = settings()
     ctx = gather(mem, "comb", cfg)
     plan = plan_layer(mem, ctx, openai(openai_server), journal=lambda rec: None)
-    revised = mem.revise(m["tuesday"], "Atlas deploys move to Tuesdays at 11:00.")
+    revised = mem.revise(m["tuesday"], "Atlas deploys move to Tuesdays at 11:00.",
+                         scope="atlas")
     mem.update_profile("Mira", "fact", "Leads atlas.")  # written meanwhile: version 1
     newcomer = mem.write("Deniz reviews the atlas release.", scope="atlas")
     result = apply_plan(mem, plan, cfg)
@@ -143,9 +144,9 @@ def test_a_memory_revised_between_plan_and_apply_is_skipped_as_a_conflict(
     assert f"memory #{m['tuesday']} was superseded since the plan" in reasons
     assert "Mira/fact changed since the plan" in reasons
     assert result["counts"]["updated"] == 0 and result["counts"]["conflicts"] == 3
-    new = mem.get(revised.id)
+    new = mem.get(revised.id, scope="atlas")
     assert (new.importance, new.unresolved) == (3, 1)  # the revision's own weights stand
-    assert mem.get(newcomer.id).gesture == "Deniz reviews the atlas release."
+    assert mem.get(newcomer.id, scope="atlas").gesture == "Deniz reviews the atlas release."
     assert mem.profiles("Mira")[0]["content"] == "Leads atlas."
 
 
@@ -155,11 +156,11 @@ def test_a_reinforced_memory_is_not_overwritten(mem: Memory, openai_server: LLMS
     cfg = settings()
     plan = plan_layer(mem, gather(mem, "comb", cfg), openai(openai_server),
                       journal=lambda rec: None)
-    mem.reflect([m["tuesday"]], 1.0)  # used meanwhile: version 2
+    mem.reflect([m["tuesday"]], 1.0, scope="atlas")  # used meanwhile: version 2
     result = apply_plan(mem, plan, cfg)
     assert result["counts"]["updated"] == 0
     assert "changed since the plan (v1 → v2)" in result["conflicts"][0]["reason"]
-    assert mem.get(m["tuesday"]).reinforcements == 1
+    assert mem.get(m["tuesday"], scope="atlas").reinforcements == 1
 
 
 def test_dry_run_prints_the_diff_and_changes_nothing(mem: Memory,

@@ -85,7 +85,7 @@ def test_stop_records_turns_then_is_cheap(seeded: Path, project: Path) -> None:
     assert first.returncode == 0 and first.stdout == "", first.stderr
     m = Memory.open(seeded, embedder=hashing())
     try:
-        kept = m.read_context(session=SESSION, limit=50)["turns"]
+        kept = m.read_context(session=SESSION, limit=50, scope="atlas")["turns"]
     finally:
         m.close()
     texts = [t["text"] for t in kept]

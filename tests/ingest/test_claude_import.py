@@ -66,7 +66,7 @@ def test_import_is_idempotent_with_original_times(mem: Memory, tmp_path: Path,
     assert seen and seen[-1] == (3, 3)
     again = mem.import_claude()
     assert again["inserted"] == 0 and again["skipped"] == 6
-    turn = mem.read_context(session=SESSION, limit=5)["turns"][0]
+    turn = mem.read_context(session=SESSION, limit=5, scope="atlas")["turns"][0]
     assert turn["timestamp"].startswith("2026-11-20T09:00:01")
     assert turn["recorded_at"] > turn["timestamp"]  # recorded now, happened then
     packet = mem.recall("E1234 loader", scope="atlas", limit=3)

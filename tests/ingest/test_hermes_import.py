@@ -45,7 +45,7 @@ def test_import_state_db(mem: Memory, hermes_db: Path) -> None:
     assert res["sessions"] == 2 and res["inserted"] == 3
     assert res["dropped"]["system"] == 1 and res["dropped"]["tool_result"] == 1
     assert res["dropped"]["empty"] == 1
-    turns = mem.read_context(session="sess-1", limit=10)["turns"]
+    turns = mem.read_context(session="sess-1", limit=10, scope="orchard")["turns"]
     assert [t["text"] for t in turns] == ["How do orchard exports run?",
                                           "A nightly cron job at 02:00 exports them."]
     assert {t["scope"] for t in turns} == {"orchard"}

@@ -107,7 +107,7 @@ def test_provider_through_the_memory_manager(hermes_home: Path, tmp_path: Path) 
 
     mem = Memory.open(tmp_path / "store", embedder=hashing())
     try:
-        turns = mem.read_context(session="hs-1", limit=20)["turns"]
+        turns = mem.read_context(session="hs-1", limit=20, scope="orchard")["turns"]
         texts = [t["text"] for t in turns]
         # Captured once each, whether by sync_turn, pre-compress or session end.
         assert texts == ["Please move the orchard export to 03:00.",
@@ -136,7 +136,7 @@ def test_subagent_contexts_do_not_write(hermes_home: Path, tmp_path: Path) -> No
     provider.shutdown()
     mem = Memory.open(tmp_path / "store", embedder=hashing())
     try:
-        assert mem.read_context(session="sub-1")["turns"] == []
+        assert mem.read_context(session="sub-1", scope="orchard")["turns"] == []
     finally:
         mem.close()
 

@@ -8,8 +8,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from tests.conftest import hashing
 
 from tideline import EmbedderMismatch, Memory, StoreCorrupt
@@ -158,37 +156,3 @@ def test_index_file_corruption_is_rebuilt(store_dir: Path) -> None:
             f.write_bytes(b"garbage")
     with Memory.open(store_dir, embedder=hashing()) as mem:
         assert mem.recall("comet returns").items[0].id == a
-
-
-_op = st.tuples(
-    st.sampled_from(["remember", "recall", "forget", "revise"]),
-    st.sampled_from(["alpha", "beta", "gamma", "global"]),
-    st.sampled_from(["heron", "kiln", "otter", "comet", "E1234", "边界", "délai"]),
-)
-
-
-@settings(max_examples=25, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=st.lists(_op, min_size=1, max_size=25))
-def test_scope_isolation_property(tmp_path_factory: pytest.TempPathFactory, ops: list) -> None:
-    home = tmp_path_factory.mktemp("iso")
-    owner: dict[int, str] = {}
-    with Memory.open(home, embedder=hashing()) as mem:
-        for n, (op, scope, word) in enumerate(ops):
-            if op == "remember":
-                res = mem.remember(f"{word} note {n} in {scope}", scope=scope)
-                owner[res.id] = scope
-            elif op == "revise" and owner:
-                mid = sorted(owner)[n % len(owner)]
-                if mem.get(mid).status != "superseded":
-                    res = mem.revise(mid, f"{word} revised {n}")
-                    owner[res.id] = owner[mid]
-            elif op == "forget" and owner:
-                mid = sorted(owner)[n % len(owner)]
-                mem.forget(mid)
-                del owner[mid]
-            else:
-                packet = mem.recall(f"{word} note", scope=scope, abstain=False, limit=50)
-                for item in packet.items:
-                    assert item.scope in (scope, "global")
-                    assert owner[int(item.id)] in (scope, "global")

@@ -58,11 +58,15 @@ def test_cli_contract(tmp_path: Path) -> None:
     assert kinds["items"] and all(i["kind"] == "decision" for i in kinds["items"])
     j(run("recall", "PgBouncer", "--since", "2020-01-01", "--until", "2100-01-01", "--json",
           store=store))
-    j(run("reflect", str(first["id"]), "--reward", "0.5", "--json", store=store))
-    revised = j(run("revise", str(first["id"]), "atlas uses PostgreSQL 17", "--json", store=store))
-    shown = j(run("show", str(revised["id"]), "--json", store=store))
+    j(run("reflect", str(first["id"]), "--reward", "0.5", "--scope", "atlas", "--json",
+          store=store))
+    revised = j(run("revise", str(first["id"]), "atlas uses PostgreSQL 17", "--scope", "atlas",
+                    "--json", store=store))
+    shown = j(run("show", str(revised["id"]), "--scope", "atlas", "--json", store=store))
     assert shown["history"][0]["id"] == first["id"]
-    j(run("forget", str(revised["id"]), "--json", store=store))
+    hidden = run("show", str(revised["id"]), "--scope", "orchard", store=store, ok=False)
+    assert hidden.returncode == 5 and "not_found" in hidden.stderr  # as if it did not exist
+    j(run("forget", str(revised["id"]), "--scope", "atlas", "--json", store=store))
     info = j(run("introspect", "--json", store=store))
     assert info["turns"] == 2 and "atlas" in info["scopes"]
     doc = j(run("doctor", "--json", store=store))

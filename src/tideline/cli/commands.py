@@ -174,12 +174,12 @@ def recall(
 def reflect(
     ids: Annotated[list[int], typer.Argument(help="Memory ids.")],
     reward: Annotated[float, typer.Option(help="-1..1: reinforce (>0) or weaken (<0).")] = 1.0,
-    store: StoreOpt = None, namespace: NsOpt = None, embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
+    embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
-    """Reward or penalise recalled memories."""
+    """Reward or penalise recalled memories (of the project and global)."""
     with opened(store, namespace, embedder) as mem:
-        res = mem.reflect(ids, reward)
+        res = mem.reflect(ids, reward, scope=scope)
     emit(res, as_json, lambda: f"updated {res['updated']}; missing {res['missing']}")
 
 
@@ -188,12 +188,12 @@ def reflect(
 def revise(
     memory_id: Annotated[int, typer.Argument(help="Memory id.")],
     text: Annotated[str, typer.Argument(help="The new text (gesture).")],
-    store: StoreOpt = None, namespace: NsOpt = None, embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
+    embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Write a new version that supersedes a memory (history kept)."""
     with opened(store, namespace, embedder) as mem:
-        res = mem.revise(memory_id, text)
+        res = mem.revise(memory_id, text, scope=scope)
     emit(res.to_dict(), as_json, lambda: f"memory #{res.id} supersedes #{memory_id}")
 
 
@@ -201,12 +201,12 @@ def revise(
 @guarded
 def forget(
     memory_id: Annotated[int, typer.Argument(help="Memory id.")],
-    store: StoreOpt = None, namespace: NsOpt = None, embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
+    embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Delete a memory for real (privacy); journaled."""
     with opened(store, namespace, embedder) as mem:
-        res = mem.forget(memory_id)
+        res = mem.forget(memory_id, scope=scope)
     emit(res, as_json, lambda: f"forgot memory #{memory_id}")
 
 
@@ -214,12 +214,12 @@ def forget(
 @guarded
 def show(
     memory_id: Annotated[int, typer.Argument(help="Memory id.")],
-    store: StoreOpt = None, namespace: NsOpt = None, embedder: EmbOpt = None,
-    as_json: JsonOpt = False,
+    store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
+    embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Show one memory with its edges, history and linked raw turns."""
     with opened(store, namespace, embedder) as mem:
-        data = mem.show(memory_id)
+        data = mem.show(memory_id, scope=scope)
     emit(data, as_json)
 
 
@@ -266,7 +266,9 @@ def doctor(
             progress_bar("repairing", not as_json and repair) as bar:
         res = mem.doctor(repair=repair, progress=bar)
     emit(res, as_json, lambda: ("ok" if res["ok"] else f"problems: {res['problems']}")
+         + (f"; found {res['found']}" if res.get("found") else "")
          + (f"; repaired {res['repaired']}" if res["repaired"] else "")
-         + "\n" + json.dumps(res["checks"]["parity"]))
+         + "\n" + json.dumps(res["checks"]["parity"])
+         + (f"\n{res['restore']}" if res.get("restore") else ""))
     if not res["ok"]:
         raise fail("store has problems (run `tideline doctor --repair`)", 13)

@@ -129,9 +129,9 @@ def main() -> None:
             _show(mem.recall("what is the boiling point of tungsten?", scope="atlas"),
                   "noise: abstention instead of hallucination")
 
-            rec = mem.show(decision_id)
+            rec = mem.show(decision_id, scope="atlas")
             console.print(f"\nsource_links of memory #{decision_id} lead back to the texture:")
-            for turn in mem.turns(list(mem.get(decision_id).source_links))[:2]:
+            for turn in mem.turns(list(rec["source_links"]), scope="atlas")[:2]:
                 console.print(f"  {turn.session} #{turn.turn_index} {turn.speaker}: "
                               f"{turn.text[:90]}")
             info = mem.introspect()

@@ -296,7 +296,7 @@ def _comb(mem: Memory, ctx: LayerContext, settings: DreamSettings, now: float) -
     _remember(ctx, recs)
     week = now - 7 * DAY
     attention = ds.attention(week, ids=list(chosen), limit=len(chosen))
-    top = ds.attention(week, limit=10)
+    top = ds.attention(week, limit=10, scopes=scopes)
     top_recs = mem.store.get_memories(top)
     top_lines = [f"#{k} recalled {n}× — {_clip(top_recs[k].gesture, 120)}"
                  for k, n in top.items() if k in top_recs]

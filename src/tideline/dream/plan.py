@@ -241,15 +241,23 @@ class _Known:
         self.ctx = ctx
         self.agent = agent
 
+    def _in_scope(self, scope: str) -> bool:
+        # An agent answering for one project names only its own and global items; an id
+        # of another project is unknown, exactly as if it did not exist.
+        return self.ctx.scope is None or scope in (self.ctx.scope, "global")
+
     def memory(self, mid: int) -> MemoryRecord | None:
         rec = self.ctx.memories.get(mid)
         if rec is None and self.agent:
             rec = self.mem.store.get_memories([mid]).get(mid)
+            if rec is not None and not self._in_scope(rec.scope):
+                rec = None
         return rec
 
     def turn(self, tid: int, batch: int) -> Turn | None:
         if self.agent:
-            return self.ctx.turns.get(tid) or self.mem.store.get_turns([tid]).get(tid)
+            found = self.ctx.turns.get(tid) or self.mem.store.get_turns([tid]).get(tid)
+            return found if found is not None and self._in_scope(found.scope) else None
         if batch < len(self.ctx.batch_turns) and tid not in self.ctx.batch_turns[batch]:
             return None
         return self.ctx.turns.get(tid)

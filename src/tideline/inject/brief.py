@@ -105,7 +105,7 @@ def tier_t2b(reader: AgentReader, scopes: Sequence[str], tuning: InjectTuning,
     pick = reader.bridge_session(scopes, tuning.t2b_window_hours * 3600.0, exclude_session)
     if pick is None:
         return TierBlock("T2b", note="no raw texture yet")
-    turns = reader.session_tail(pick["session"], tuning.t2b_turns)
+    turns = reader.session_tail(pick["session"], tuning.t2b_turns, scopes)
     lines = tuple(turn_line(t, tuning.t2b_turn_chars) for t in turns)
     items = tuple({"type": "turn", "id": t["id"], "message_id": t["message_id"],
                    "session": t["session"], "turn_index": t["turn_index"]} for t in turns)

@@ -177,10 +177,12 @@ class InjectMixin:
         Exactly one of ``memory_id`` (the turns a memory came from, each with ``radius``
         turns around it), ``query`` (search raw context by words and meaning) or
         ``session`` (a window of that session around turn ``around``, or its end).
+        Every mode answers only from ``scope`` (default: the current project) and
+        ``global``: another project's memory is not found, its turns are not shown.
 
         Raises:
             InvalidInput: none or several modes, or bad numbers.
-            NotFound: no such memory.
+            NotFound: no such memory in the project or ``global``.
         """
         mem = self._mem()
         modes = [m for m in (memory_id, query, session) if m is not None]
@@ -190,20 +192,22 @@ class InjectMixin:
             raise InvalidInput("radius must be 0–50")
         if not 1 <= limit <= mem.config.caps.limit:
             raise InputTooLarge(f"limit must be 1–{mem.config.caps.limit}")
+        current, visible = mem._scopes(scope)
         if memory_id is not None:
-            rec = mem.get(memory_id)
-            linked = mem.turns(rec.source_links)
+            rec = mem.get(memory_id, scope=current)
+            linked = mem.turns(rec.source_links, scope=current)
             windows: list[dict[str, Any]] = []
             for t in linked[:limit]:
                 near = mem.store.session_turns(t.session, around=t.turn_index, radius=radius,
-                                               limit=2 * radius + 1)
+                                               limit=2 * radius + 1, scopes=[t.scope])
                 windows.append({"turn": t.to_dict(), "window": [w.to_dict() for w in near]})
             return {"mode": "memory", "memory": rec.to_dict(), "linked": len(linked),
                     "turns": windows}
         if query is not None:
-            packet = mem.recall(query, scope=scope, limit=min(mem.config.caps.limit, limit * 3),
+            packet = mem.recall(query, scope=current, limit=min(mem.config.caps.limit, limit * 3),
                                 include_turns=True, abstain=False, log=False)
-            hits = [i.to_dict() for i in packet.items if i.type == "turn"][:limit]
+            hits = [i.to_dict() for i in packet.items
+                    if i.type == "turn" and i.scope in visible][:limit]
             return {"mode": "query", "query": packet.query, "scope": packet.scope,
                     "turns": hits, "best_similarity": round(packet.best_similarity, 4)}
         from tideline.write.validate import clean_text
@@ -213,10 +217,12 @@ class InjectMixin:
             from tideline.models import iso
 
             rows = [t | {"timestamp": iso(t["timestamp"]), "recorded_at": iso(t["recorded_at"])}
-                    for t in self._agent.session_tail(name, limit)]
-            return {"mode": "session", "session": name, "turns": rows}
-        near = mem.store.session_turns(name, around=int(around), radius=radius, limit=limit)
-        return {"mode": "session", "session": name, "turns": [t.to_dict() for t in near]}
+                    for t in self._agent.session_tail(name, limit, visible)]
+            return {"mode": "session", "session": name, "scope": current, "turns": rows}
+        near = mem.store.session_turns(name, around=int(around), radius=radius, limit=limit,
+                                       scopes=visible)
+        return {"mode": "session", "session": name, "scope": current,
+                "turns": [t.to_dict() for t in near]}
 
     def attention_summary(self, *, days: float | None = 30.0,
                           scope: str | None = None) -> dict[str, Any]:

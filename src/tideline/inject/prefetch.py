@@ -42,14 +42,14 @@ def _recent(reader: AgentReader, scopes: Sequence[str], session: str | None, mod
     n = tuning.t1_recent_turns
     if mode == "off" or n <= 0:
         return [], ""
-    if session and reader.session_has_turns(session):
+    if session and reader.session_has_turns(session, scopes):
         if mode == "session":
-            return reader.session_tail(session, n), "current session"
+            return reader.session_tail(session, n, scopes), "current session"
         return [], ""
     previous = reader.latest_session(scopes, exclude=session)
     if previous is None:
         return [], ""
-    return reader.session_tail(previous, n), f"previous session {previous}"
+    return reader.session_tail(previous, n, scopes), f"previous session {previous}"
 
 
 def _line(item: RecallItem, chars: int) -> str:

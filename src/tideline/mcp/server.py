@@ -238,9 +238,10 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
     def reflect(
         ids: Annotated[list[int], Field(description="Memory ids from recall.")],
         reward: Annotated[float, Field(ge=-1, le=1, description="-1..1.")] = 1.0,
+        project: Project = None,
     ) -> CallToolResult:
         def body() -> CallToolResult:
-            res = mem.reflect(ids, reward)
+            res = mem.reflect(ids, reward, scope=project)
             return _ok(res, f"updated {res['updated']}; missing {res['missing']}")
         return guard("reflect", body)
 
@@ -255,13 +256,14 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         kind: Annotated[str | None, Field(description="New kind.")] = None,
         tags: Annotated[list[str] | None, Field(description="New tags.")] = None,
         importance: Annotated[int | None, Field(ge=1, le=5)] = None,
+        project: Project = None,
     ) -> CallToolResult:
         def body() -> CallToolResult:
             fields = {k: v for k, v in (("context", context),
                                         ("cognition_direction", cognition_direction),
                                         ("kind", kind), ("tags", tags),
                                         ("importance", importance)) if v is not None}
-            res = mem.revise(memory_id, text, **fields)
+            res = mem.revise(memory_id, text, scope=project, **fields)
             return _ok(res.to_dict() | {"supersedes": memory_id},
                        f"memory #{res.id} supersedes #{memory_id}")
         return guard("revise", body)
@@ -272,9 +274,9 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         "Delete a memory for real. Call ONLY when the user asks to forget something or it "
         "must not be kept (privacy). To correct a memory use `revise` instead."))
     def forget(memory_id: Annotated[int, Field(description="The memory to delete.")],
-               ) -> CallToolResult:
+               project: Project = None) -> CallToolResult:
         def body() -> CallToolResult:
-            res = mem.forget(memory_id)
+            res = mem.forget(memory_id, scope=project)
             return _ok(res, f"forgot memory #{memory_id}")
         return guard("forget", body)
 
@@ -300,9 +302,13 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
             lines: list[str] = []
             if res["mode"] == "memory":
                 lines.append(memory_line(res["memory"]))
-                for w in res["turns"]:
-                    lines.extend(("> " if t["id"] == w["turn"]["id"] else "  ") + turn_line(t)
-                                 for t in w["window"])
+                # Windows of neighbouring linked turns overlap: show each turn once, in
+                # conversation order, the linked ones marked.
+                linked = {w["turn"]["id"] for w in res["turns"]}
+                shown = {t["id"]: t for w in res["turns"] for t in w["window"]}
+                lines.extend(("> " if t["id"] in linked else "  ") + turn_line(t)
+                             for t in sorted(shown.values(), key=lambda t: (
+                                 t["scope"], t["session"], t["turn_index"], t["id"])))
                 if not res["turns"]:
                     lines.append("(this memory has no source_links)")
             else:
@@ -451,7 +457,7 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         dry_run: Annotated[bool, Field(description="Show the changes; apply nothing.")] = False,
     ) -> CallToolResult:
         def body() -> CallToolResult:
-            res = mem.apply_dream(layer, answer, scope=project, dry_run=dry_run)
+            res = mem.apply_dream(layer, answer, scope=write_scope(project), dry_run=dry_run)
             return _ok(res, _json_text(res))
         return guard("apply_dream", body)
 
@@ -548,7 +554,8 @@ def _prompts(server: MCPServer[Any], mem: Memory, lock: threading.Lock) -> None:
                     from tideline.dream.prompts import render_prompt
                 except ImportError as exc:
                     raise _Unavailable(f"the DREAM prompts are not installed ({exc})") from None
-                return str(render_prompt(mem, layer))
+                # An agent in a project dreams over that project and global, never others.
+                return str(render_prompt(mem, layer, scope=mem.project or "global"))
             except _Unavailable as exc:
                 from mcp.shared.exceptions import MCPError
 

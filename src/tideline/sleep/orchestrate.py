@@ -9,7 +9,7 @@
   sleep waits up to ``lock_wait_s`` and then re-checks the gate — it usually
   finds the work done and skips — or gives up with ``reason: "busy"``.
 * **Backup first** through SQLite's backup API into ``<store>/backups/``
-  (``backups_keep`` newest kept; 0 disables).
+  (the newest ``backups_keep`` within ``backups_max_mb`` kept; 0 disables).
 * **Steps** in order (each runnable alone with ``only``): vectors, plasticity,
   dynamics, recurrence, entities, topics, clusters, attention, backfill, scan. Each plans
   with reads and applies in short transactions that re-check row versions, so
@@ -125,7 +125,8 @@ def _run_steps(
     before = cons.total_count()
     backup = None
     if mem.config.backups_keep > 0 and only not in _READ_ONLY:
-        backup = str(mem.store.db.backup("sleep", keep=mem.config.backups_keep))
+        backup = str(mem.store.db.backup("sleep", keep=mem.config.backups_keep,
+                                         max_bytes=mem.config.backups_max_mb * 1024 * 1024))
     backup_ms = round((time.perf_counter() - started) * 1000, 1)
     ctx = SleepContext(mem=mem, cons=cons, tuning=tuning, dyn=mem.config.dynamics, now=now,
                        force=force, progress=progress)

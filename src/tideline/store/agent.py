@@ -176,12 +176,21 @@ class AgentReader:
         return {"session": sessions[0][0], "reason": "most_recent", "memory_id": None,
                 "weight": None, "last_time": sessions[0][1]}
 
-    def session_tail(self, session: str, limit: int) -> list[dict[str, Any]]:
-        """The last ``limit`` turns of a session, in conversation order."""
+    def session_tail(self, session: str, limit: int,
+                     scopes: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """The last ``limit`` turns of a session in ``scopes`` (None: any), in order.
+
+        A session name is no key across projects (the MCP server's default session is
+        ``mcp`` everywhere), so readers on behalf of a project pass its scopes.
+        """
+        sql = f"SELECT {_TURN_COLS} FROM turns WHERE namespace = ? AND session = ?"  # noqa: S608
+        args: list[Any] = [self.ns, session]
+        if scopes is not None:
+            sql += f" AND scope IN ({_ph(len(scopes))})"
+            args.extend(scopes)
         with self.db.read() as c:
-            rows = c.execute(
-                f"SELECT {_TURN_COLS} FROM turns WHERE namespace = ? AND session = ? "  # noqa: S608
-                "ORDER BY turn_index DESC LIMIT ?", (self.ns, session, limit)).fetchall()
+            rows = c.execute(sql + " ORDER BY turn_index DESC LIMIT ?",
+                             (*args, limit)).fetchall()
         return [_turn(r) for r in reversed(rows)]
 
     def latest_session(self, scopes: Sequence[str], exclude: str | None = None) -> str | None:
@@ -193,11 +202,15 @@ class AgentReader:
                 (self.ns, *scopes, exclude or "")).fetchone()
         return None if row is None else str(row[0])
 
-    def session_has_turns(self, session: str) -> bool:
-        """Whether any raw turn of ``session`` is stored."""
+    def session_has_turns(self, session: str, scopes: Sequence[str] | None = None) -> bool:
+        """Whether any raw turn of ``session`` (in ``scopes``, None: any) is stored."""
+        sql = "SELECT 1 FROM turns WHERE namespace = ? AND session = ?"
+        args: list[Any] = [self.ns, session]
+        if scopes is not None:
+            sql += f" AND scope IN ({_ph(len(scopes))})"
+            args.extend(scopes)
         with self.db.read() as c:
-            row = c.execute("SELECT 1 FROM turns WHERE namespace = ? AND session = ? LIMIT 1",
-                            (self.ns, session)).fetchone()
+            row = c.execute(sql + " LIMIT 1", args).fetchone()
         return row is not None
 
     # -- T3: the memory map ---------------------------------------------------------------

@@ -19,9 +19,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tideline.errors import SchemaTooNew, StoreCorrupt, StoreError, from_sqlite
+from tideline.store import presence
 from tideline.store.schema import MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["Database", "connect_readonly", "peek_meta"]
+__all__ = ["Database", "connect_readonly", "peek_meta", "prune_backups"]
 
 DB_FILE = "tideline.db"
 
@@ -29,10 +30,20 @@ DB_FILE = "tideline.db"
 class Database:
     """One connection to the store's SQLite file, safe to share between threads.
 
+    A new store is created only in a new or empty directory; a database that is
+    missing or empty where a store lived, or that belongs to something else, is
+    refused before anything is written (see :mod:`tideline.store.presence`).
+
     Args:
         directory: the store directory (created if missing).
         busy_timeout_ms: how long one attempt waits for the write lock.
         retries: extra attempts (with jittered back-off) after a busy timeout.
+
+    Raises:
+        StoreCorrupt: the database is damaged, foreign, or lost (the message names the
+            backups to restore from).
+        NotFound: no database, in a directory that holds other files.
+        SchemaTooNew: written by a newer Tideline.
     """
 
     def __init__(self, directory: Path, *, busy_timeout_ms: int = 5_000, retries: int = 6) -> None:
@@ -41,9 +52,11 @@ class Database:
         self.retries = retries
         self._lock = threading.RLock()
         self._depth = 0
+        if not self.path.is_file() or self.path.stat().st_size == 0:
+            presence.check_vacant(directory, DB_FILE,
+                                  "missing" if not self.path.exists() else "empty (0 bytes)")
         try:
             directory.mkdir(parents=True, exist_ok=True)
-            (directory / "backups").mkdir(exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create store directory {directory}: {exc}") from exc
         try:
@@ -54,6 +67,16 @@ class Database:
                 check_same_thread=False,
             )
             self.conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            try:  # before WAL or any table: a file that is not ours stays untouched
+                presence.check_schema(self.conn, directory, DB_FILE)
+            except BaseException:
+                self.conn.close()
+                raise
+            try:
+                (directory / "backups").mkdir(exist_ok=True)
+            except OSError as exc:
+                self.conn.close()
+                raise StoreError(f"cannot create {directory / 'backups'}: {exc}") from exc
             mode = self.conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
             if str(mode).lower() != "wal":
                 raise StoreError(f"could not switch {self.path} to WAL (got {mode})")
@@ -62,6 +85,7 @@ class Database:
         except sqlite3.Error as exc:
             raise from_sqlite(exc) from exc
         self.migrated_from = self._migrate()
+        presence.write_marker(directory, DB_FILE)
 
     # -- transactions ---------------------------------------------------------------------
 
@@ -185,12 +209,15 @@ class Database:
                 )
         return current
 
-    def backup(self, label: str, keep: int | None = None) -> Path:
+    def backup(self, label: str, keep: int | None = None,
+               max_bytes: int | None = None) -> Path:
         """Copy the database through SQLite's online backup API into ``backups/``.
 
         Args:
             label: a word that ends up in the file name.
-            keep: if given, keep only the newest ``keep`` backups with this label.
+            keep: if given, keep at most this many backups (of every label, newest first).
+            max_bytes: if given (> 0), keep the newest backups only while their sizes add
+                up to at most this; the backup just made always stays.
 
         Returns:
             The backup file.
@@ -215,10 +242,9 @@ class Database:
         except OSError as exc:
             tmp.unlink(missing_ok=True)
             raise StoreError(f"backup failed: {exc}") from exc
-        if keep is not None:
-            olds = sorted((self.directory / "backups").glob(f"{label}-*.db"))
-            for old in olds[: max(0, len(olds) - keep)] if keep > 0 else olds:
-                old.unlink(missing_ok=True)
+        if keep is not None or max_bytes:
+            prune_backups(self.directory / "backups", keep=keep, max_bytes=max_bytes,
+                          protect=target)
         return target
 
     def restore(self, backup: Path) -> None:
@@ -250,6 +276,34 @@ class Database:
         """Copy the raw database file (after a checkpoint) — for export tooling."""
         self.checkpoint()
         shutil.copyfile(self.path, target)
+
+
+def prune_backups(folder: Path, *, keep: int | None, max_bytes: int | None,
+                  protect: Path | None = None) -> list[Path]:
+    """Delete the oldest backups beyond a count and a total size; returns what was deleted.
+
+    Backups of every label count (sleep, pre-migration, manual). Newest first, a backup
+    stays while fewer than ``keep`` are kept and the kept ones add up to at most
+    ``max_bytes`` (None or 0: no size bound); ``protect`` (the one just made) always stays.
+    """
+    found = [p for p in folder.glob("*.db") if p.is_file()]
+    found.sort(key=lambda p: (p.stat().st_mtime_ns, p.name), reverse=True)
+    if protect is not None and protect in found:
+        found.remove(protect)
+        found.insert(0, protect)
+    kept = 0
+    total = 0
+    removed: list[Path] = []
+    for path in found:
+        size = path.stat().st_size
+        fits = (keep is None or kept < keep) and (not max_bytes or total + size <= max_bytes)
+        if path == protect or fits:
+            kept += 1
+            total += size
+            continue
+        path.unlink(missing_ok=True)
+        removed.append(path)
+    return removed
 
 
 def connect_readonly(directory: Path) -> sqlite3.Connection | None:

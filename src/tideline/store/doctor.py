@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tideline.embed.base import Embedder
 from tideline.store import lexical
+from tideline.store.presence import restore_hint
 from tideline.store.sqlite import (
     TURN_EMBED_SQL,
     SQLiteStore,
@@ -35,14 +36,55 @@ def run(
 ) -> dict[str, Any]:
     """Check the store and, with ``repair``, rebuild what is derived.
 
+    After a repair every check runs again, so the report shows the store as it is now;
+    ``found`` keeps what the first run saw.
+
     Returns:
-        ``{"ok": bool, "checks": {...}, "repaired": [...]}``.
+        ``{"ok": bool, "problems": [...], "checks": {...}, "repaired": [...]}``, plus
+        ``found`` (with ``repair``) and ``restore`` (how to restore from a backup) when
+        a problem remains that is not derived data.
     """
-    checks: dict[str, Any] = {}
+    checks = _checks(store)
+    found = _problems(checks, embedder)
     repaired: list[str] = []
+    if repair:
+        tables = _fts_to_rebuild(found)
+        if tables:
+            repaired.extend(_rebuild_fts(store, tables))
+        embedder_check: dict[str, Any] = {}
+        filled = _fill_pending(store, embedder, progress, embedder_check)
+        if filled is not None:
+            repaired.append(filled)
+        if any(p.startswith("parity:vectors") for p in found) and not embedder_check:
+            n = _embed_missing(store, embedder, progress)
+            repaired.append(f"vectors:{n}")
+        sizes = vectors.rebuild_all()
+        repaired.append(f"ann:{sum(sizes.values())}")
+        checks = _checks(store) | embedder_check
+    problems = _problems(checks, embedder)
+    if repair and repaired:
+        store.log_event(None, "doctor", {"found": found, "repaired": repaired,
+                                         "problems": problems})
+    out: dict[str, Any] = {"ok": not problems, "problems": problems, "checks": checks,
+                           "repaired": repaired}
+    if repair:
+        out["found"] = found
+    if any(p == "integrity" or p == "foreign_keys" or p.startswith("fts:") for p in problems):
+        out["restore"] = restore_hint(store.db.directory, store.db.path.name)
+    return out
+
+
+def _checks(store: SQLiteStore) -> dict[str, Any]:
+    checks: dict[str, Any] = {}
     with store.db.read() as c:
-        checks["integrity"] = [r[0] for r in c.execute("PRAGMA integrity_check").fetchall()]
-        checks["foreign_keys"] = len(c.execute("PRAGMA foreign_key_check").fetchall())
+        try:
+            checks["integrity"] = [r[0] for r in c.execute("PRAGMA integrity_check")]
+        except sqlite3.DatabaseError as exc:
+            checks["integrity"] = [f"integrity_check failed: {exc}"]
+        try:
+            checks["foreign_keys"] = len(c.execute("PRAGMA foreign_key_check").fetchall())
+        except sqlite3.DatabaseError:
+            checks["foreign_keys"] = -1
         fts_ok: dict[str, bool] = {}
         for table in _FTS:
             try:
@@ -52,31 +94,15 @@ def run(
                 fts_ok[table] = False
         checks["fts_integrity"] = fts_ok
         checks["parity"] = _parity(c)
-    problems = _problems(checks)
-    if embedder.name == "none":  # a full-text only store keeps no vectors by design
-        problems = [p for p in problems if p != "parity:vectors"]
-    if repair:
-        filled = _fill_pending(store, embedder, progress, checks)
-        if filled is not None:
-            repaired.append(filled)
-    if repair and problems:
-        if any(p.startswith(("fts", "parity:memories_", "parity:turns_")) for p in problems):
-            _rebuild_fts(store)
-            repaired.append("fts")
-        if any(p.startswith("parity:vectors") for p in problems) and "embedder" not in checks:
-            n = _embed_missing(store, embedder, progress)
-            repaired.append(f"vectors:{n}")
-    if repair:
-        sizes = vectors.rebuild_all()
-        repaired.append(f"ann:{sum(sizes.values())}")
-        with store.db.read() as c:
-            checks["parity"] = _parity(c)
-        problems = _problems(checks)
-        if embedder.name == "none":
-            problems = [p for p in problems if p != "parity:vectors"]
-    if repair and repaired:
-        store.log_event(None, "doctor", {"repaired": repaired, "problems": problems})
-    return {"ok": not problems, "problems": problems, "checks": checks, "repaired": repaired}
+    return checks
+
+
+def _fts_to_rebuild(problems: list[str]) -> list[str]:
+    """Full-text tables to rebuild: damaged, out of step, or anywhere when the file is."""
+    if "integrity" in problems:  # the damaged pages may be FTS pages: derived, so rebuild
+        return list(_FTS)
+    named = {p.split(":", 1)[1] for p in problems if p.startswith(("fts:", "parity:"))}
+    return [t for t in _FTS if t in named]
 
 
 def _fill_pending(
@@ -102,7 +128,10 @@ def _fill_pending(
 
 def _parity(c: sqlite3.Connection) -> dict[str, int]:
     def one(sql: str) -> int:
-        return int(c.execute(sql).fetchone()[0])
+        try:
+            return int(c.execute(sql).fetchone()[0])
+        except sqlite3.DatabaseError:  # an unreadable table counts as out of step
+            return -1
 
     return {
         "memories": one("SELECT count(*) FROM memories"),
@@ -120,7 +149,7 @@ def _parity(c: sqlite3.Connection) -> dict[str, int]:
     }
 
 
-def _problems(checks: dict[str, Any]) -> list[str]:
+def _problems(checks: dict[str, Any], embedder: Embedder) -> list[str]:
     out: list[str] = []
     if checks["integrity"] != ["ok"]:
         out.append("integrity")
@@ -131,30 +160,55 @@ def _problems(checks: dict[str, Any]) -> list[str]:
     out.extend(f"parity:{t}" for t in ("memories_fts", "memories_tri")
                if p[t] != p["memories"])
     out.extend(f"parity:{t}" for t in ("turns_fts", "turns_tri") if p[t] != p["turns"])
-    if p["memory_vectors"] != p["memories"] or p["turn_vectors"] != p["turns"]:
+    full_text_only = embedder.name == "none"  # such a store keeps no vectors by design
+    if not full_text_only and (p["memory_vectors"] != p["memories"]
+                               or p["turn_vectors"] != p["turns"]):
         out.append("parity:vectors")
     if p["orphan_vectors"]:
         out.append("parity:vectors_orphans")
     return out
 
 
-def _rebuild_fts(store: SQLiteStore) -> None:
+def _rebuild_fts(store: SQLiteStore, tables: list[str]) -> list[str]:
+    """Rebuild full-text tables from the rows, one transaction each; returns what was done.
+
+    A damaged FTS5 index makes deleting its rows fail, so FTS5's own ``rebuild`` (which
+    recreates the index from the table's content) runs first; when even that fails the
+    table is dropped and created again. Then its content is refilled from the rows.
+    """
+    from tideline.errors import StoreError
     from tideline.store.sqlite import _MEMORY_COLUMNS
 
-    with store.db.write() as c:
-        for table in _FTS:
-            c.execute(f"DELETE FROM {table}")  # noqa: S608
-        for row in c.execute(f"SELECT {_MEMORY_COLUMNS} FROM memories").fetchall():  # noqa: S608
-            rec = memory_from_row(row)
-            body = memory_index_text(rec)
-            c.execute("INSERT INTO memories_fts(rowid, body) VALUES (?, ?)",
-                      (rec.id, lexical.index_text(body)))
-            c.execute("INSERT INTO memories_tri(rowid, body) VALUES (?, ?)", (rec.id, body))
-        for tid, speaker, text in c.execute("SELECT id, speaker, text FROM turns").fetchall():
-            body = turn_index_text(speaker, text)
-            c.execute("INSERT INTO turns_fts(rowid, body) VALUES (?, ?)",
-                      (tid, lexical.index_text(body)))
-            c.execute("INSERT INTO turns_tri(rowid, body) VALUES (?, ?)", (tid, body))
+    done: list[str] = []
+    for table in tables:
+        try:
+            with store.db.write() as c:
+                try:
+                    c.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")  # noqa: S608
+                except sqlite3.DatabaseError:
+                    sql = c.execute("SELECT sql FROM sqlite_master WHERE name = ?",
+                                    (table,)).fetchone()[0]
+                    c.execute(f"DROP TABLE {table}")
+                    c.execute(sql)
+                c.execute(f"DELETE FROM {table}")  # noqa: S608
+                if table.startswith("memories"):
+                    for row in c.execute(f"SELECT {_MEMORY_COLUMNS} FROM memories").fetchall():  # noqa: S608
+                        rec = memory_from_row(row)
+                        body = memory_index_text(rec)
+                        c.execute(f"INSERT INTO {table}(rowid, body) VALUES (?, ?)",  # noqa: S608
+                                  (rec.id, lexical.index_text(body) if table.endswith("_fts")
+                                   else body))
+                else:
+                    for tid, speaker, text in c.execute(
+                            "SELECT id, speaker, text FROM turns").fetchall():
+                        body = turn_index_text(speaker, text)
+                        c.execute(f"INSERT INTO {table}(rowid, body) VALUES (?, ?)",  # noqa: S608
+                                  (tid, lexical.index_text(body) if table.endswith("_fts")
+                                   else body))
+            done.append(f"fts:{table}")
+        except StoreError as exc:
+            done.append(f"fts:{table}:failed ({exc})")
+    return done
 
 
 def _embed_missing(

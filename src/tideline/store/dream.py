@@ -93,11 +93,16 @@ class DreamStore(NamespaceView):
             return [int(r[0]) for r in c.execute(sql, (*args, limit)).fetchall()]
 
     def attention(self, since: float, ids: Sequence[int] | None = None,
-                  limit: int = 20) -> dict[int, int]:
-        """Recall hits per memory since ``since`` (of ``ids``, or the most recalled ones)."""
+                  limit: int = 20, scopes: Sequence[str] | None = None) -> dict[int, int]:
+        """Recall hits per memory since ``since`` (of ``ids``, or the most recalled ones),
+        counting only memories of ``scopes`` when given."""
         sql = ("SELECT memory_id, count(*) AS n FROM attention_log WHERE namespace = ? "
                "AND ts >= ?")
         args: list[Any] = [self.ns, since]
+        if scopes is not None:
+            inner = f"SELECT id FROM memories WHERE namespace = ? AND scope IN ({_ph(len(scopes))})"  # noqa: S608,E501
+            sql += f" AND memory_id IN ({inner})"
+            args.extend([self.ns, *scopes])
         if ids is not None:
             chosen = list(ids)[:900]
             if not chosen:

@@ -712,11 +712,19 @@ class SQLiteStore:
         return [turn_from_row(r) for r in rows]
 
     def session_turns(
-        self, session: str, *, around: int | None = None, radius: int = 3, limit: int = 200
+        self, session: str, *, around: int | None = None, radius: int = 3, limit: int = 200,
+        scopes: Sequence[str] | None = None,
     ) -> list[Turn]:
-        """Turns of one session in order, optionally only those near a turn index."""
+        """Turns of one session in order, optionally only those near a turn index.
+
+        ``scopes`` keeps only turns of those scopes (a session name is not unique across
+        projects); None reads every scope (internal callers that place a turn themselves).
+        """
         sql = f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? AND session = ?"  # noqa: S608
         args: list[Any] = [self.namespace, session]
+        if scopes is not None:
+            sql += f" AND scope IN ({placeholders(len(scopes))})"
+            args.extend(scopes)
         if around is not None:
             sql += " AND turn_index BETWEEN ? AND ?"
             args += [around - radius, around + radius]

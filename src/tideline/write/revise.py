@@ -21,18 +21,26 @@ _EDITABLE = {
 
 
 def revise_memory(memory: Memory, memory_id: int, text: str | None,
-                  fields: dict[str, Any]) -> WriteResult:
+                  fields: dict[str, Any], *, scope: str | None = None) -> WriteResult:
     """Write a new version of ``memory_id`` and mark the old one superseded.
 
+    Args:
+        memory: the memory facade.
+        memory_id: the memory to revise.
+        text: the new gesture (None: unchanged).
+        fields: other fields to change.
+        scope: the project acting (None: the current one); another project's memory
+            is not found.
+
     Raises:
-        NotFound: no such memory.
+        NotFound: no such memory in the project or ``global``.
         Conflict: the memory was already superseded (revise its newest version).
         InvalidInput: an unknown or invalid field.
     """
     unknown = set(fields) - _EDITABLE
     if unknown:
         raise InvalidInput(f"cannot revise field(s): {', '.join(sorted(unknown))}")
-    old = memory.get(memory_id)
+    old = memory.get(memory_id, scope=scope)
     if old.status == "superseded":
         raise Conflict(f"memory {memory_id} is already superseded; revise its newest version")
     values: dict[str, Any] = {
