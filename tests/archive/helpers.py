@@ -38,10 +38,11 @@ def populate(mem: Memory) -> None:
                       event_time="2026-11-20T09:00:00Z")
     mem.remember("Ana prefers tea over coffee", kind="preference", tags=["ana"])
     mem.remember("the deploy key lives in vault", scope="atlas")
-    mem.revise(first.id, "The loader broke on E4521: a CSV column was added upstream")
+    mem.revise(first.id, "The loader broke on E4521: a CSV column was added upstream",
+               scope="atlas")
     for q in ("E4521 loader", "what does Ana drink", "deploy key"):
         mem.recall(q, scope="atlas")
-    mem.reflect([first.id + 3], 0.5)
+    mem.reflect([first.id + 3], 0.5, scope="atlas")
     mem.update_profile("Ana", "fact", "drinks tea")
     mem.update_self_concept("terrain", "data pipelines")
     mem.add_thread("why do CSV columns appear unannounced", "ask upstream",

@@ -131,7 +131,8 @@ def test_http_embedder_down_mid_run_degrades_and_heals(tmp_path: Path, endpoint:
         assert packet.degraded == "lexical" and packet.to_dict()["degraded"] == "lexical"
         assert packet.items[0].id == written.id and not packet.abstained
         assert all(i.similarity == 0.0 for i in packet.items)
-        revised = mem.revise(written.id, "PgBouncer runs in session mode for atlas")
+        revised = mem.revise(written.id, "PgBouncer runs in session mode for atlas",
+                             scope="atlas")
         assert revised.vector_pending
         report = mem.doctor(repair=True)  # never fails on the embedder; says what is left
         assert not report["ok"] and report["checks"]["embedder"]["pending_left"] >= 4

@@ -69,7 +69,7 @@ def test_fake_secrets_through_every_surface_leave_no_byte(tmp_path: Path) -> Non
         mem.write(f"ops decision {n}", context=text, cognition_direction=f"why: {text}",
                   entities_role=text[:200], scope="atlas", kind="decision")
     assert first is not None
-    mem.revise(first, f"revised: {chunks[2][0]}")
+    mem.revise(first, f"revised: {chunks[2][0]}", scope="atlas")
     mem.add_turns([{"session": "api", "role": "user", "text": t, "id": f"api-{i}"}
                    for i, t in enumerate(chunks[2][1:])], scope="atlas")
     mem.close()
