@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Literal
+
+from tideline.times import iso
 
 __all__ = [
     "EDGE_TYPES",
@@ -72,11 +73,6 @@ def compute_weight(importance: int, emotional: int, recurrence: int, unresolved:
     return round((raw - 1.0) / 4.0, 6)
 
 
-def iso(ts: float | None) -> str | None:
-    """Render an epoch timestamp as ISO 8601 in UTC (``None`` stays ``None``)."""
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
 """``doctor``: integrity, FTS integrity, foreign keys, row-count parity — and repair.
 
 Only derived data is ever repaired (full-text rows, vectors of rows that lack one,
-ANN index files); rows themselves are never touched.
+ANN index files), with one exception: a time that is not a real instant (a row
+written before times were range-checked) is made unknown or clamped, its old
+value kept in the journal (:mod:`tideline.store.bad_times`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tideline.embed.base import Embedder
-from tideline.store import lexical
+from tideline.store import bad_times, lexical
 from tideline.store.sqlite import (
     TURN_EMBED_SQL,
     SQLiteStore,
@@ -52,7 +54,16 @@ def run(
                 fts_ok[table] = False
         checks["fts_integrity"] = fts_ok
         checks["parity"] = _parity(c)
+        checks["times"] = bad_times.count(c)
     problems = _problems(checks)
+    if repair and any(p.startswith("times:") for p in problems):
+        with store.db.write() as c:
+            fixed = bad_times.repair(c)
+            store.log_event(c, "doctor_times", fixed)
+        repaired.append(f"times:{fixed['rows']}")
+        with store.db.read() as c:
+            checks["times"] = bad_times.count(c)
+        problems = _problems(checks)
     if repair and problems:
         if any(p.startswith(("fts", "parity:memories_", "parity:turns_")) for p in problems):
             _rebuild_fts(store)
@@ -106,6 +117,7 @@ def _problems(checks: dict[str, Any]) -> list[str]:
         out.append("parity:vectors")
     if p["orphan_vectors"]:
         out.append("parity:vectors_orphans")
+    out.extend(f"times:{col}" for col, n in checks.get("times", {}).items() if n)
     return out
 
 

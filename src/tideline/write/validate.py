@@ -8,7 +8,6 @@ redacted before anything reaches the database.
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -16,6 +15,7 @@ from datetime import datetime
 
 from tideline.config import Caps
 from tideline.errors import InputTooLarge, InvalidInput
+from tideline.times import check_datetime, check_epoch
 
 __all__ = [
     "clean_list",
@@ -199,37 +199,35 @@ def _written_date(text: str) -> datetime | None:
     return parsed
 
 
-def _finite(seconds: float, field: str) -> float:
-    if not math.isfinite(seconds):
-        raise InvalidInput(f"{field} must be a finite time")
-    return seconds
-
-
 def parse_time(value: object, field: str = "time") -> float | None:
     """Accept epoch seconds, ISO 8601 text, a written date or a datetime; ``None`` stays.
 
     Written dates as exports carry them are read too ("1:56 pm on 8 May, 2023",
     "May 8, 2023 13:56", "2023/05/08", "Mon, 08 May 2023 13:56:00 GMT") as long as
     they name a four-digit year, so a stray number is never taken for a date. Times
-    without a zone are local time, like naive ISO 8601.
+    without a zone are local time, like naive ISO 8601. Whatever the form, the
+    instant must lie between year 1 and 9999 in UTC (see :mod:`tideline.times`).
 
     Raises:
-        InvalidInput: the value cannot be read as a time.
+        InvalidInput: the value cannot be read as a time, or is not a real instant
+            in that range (NaN, infinite, ``1e20``, an offset of 24 hours or more).
     """
     if value is None or value == "":
         return None
     if isinstance(value, bool):
         raise InvalidInput(f"{field} must be a time")
     if isinstance(value, int | float):
-        return _finite(float(value), field)
+        return check_epoch(value, field)
     if isinstance(value, datetime):
-        return value.timestamp()
+        return check_datetime(value, field)
     if isinstance(value, str):
         text = value.strip()
         try:
-            return _finite(float(text), field)
+            number = float(text)
         except ValueError:
             pass
+        else:
+            return check_epoch(number, field)
         parsed: datetime | None
         try:
             parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
@@ -237,9 +235,7 @@ def parse_time(value: object, field: str = "time") -> float | None:
             parsed = _written_date(text)
         if parsed is None:
             raise InvalidInput(
-                f"{field} {value!r} is not a date: use ISO 8601 (2024-05-08T13:56), "
+                f"{field} {value[:80]!r} is not a date: use ISO 8601 (2024-05-08T13:56), "
                 f"epoch seconds or a written date with its year")
-        if parsed.tzinfo is None:
-            parsed = parsed.astimezone()
-        return parsed.timestamp()
+        return check_datetime(parsed, field)
     raise InvalidInput(f"{field} must be a time, got {type(value).__name__}")
