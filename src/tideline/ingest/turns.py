@@ -18,7 +18,7 @@ from tideline.embed.base import Embedder
 from tideline.errors import InvalidInput
 from tideline.models import ImportResult, Turn
 from tideline.store.sqlite import SQLiteStore, turn_embed_text
-from tideline.write.validate import clean_name, clean_text, parse_time
+from tideline.write.validate import INT64_MAX, clean_name, clean_text, parse_time
 
 __all__ = ["prepare_turns", "store_turns"]
 
@@ -58,7 +58,8 @@ def prepare_turns(
                     counters[sess] = next_index(sess)
                 index = counters[sess]
                 counters[sess] += 1
-            elif isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            elif isinstance(index, bool) or not isinstance(index, int) or not (
+                    0 <= index <= INT64_MAX):
                 raise InvalidInput("turn_index must be a non-negative integer")
             msg = raw.get("id", raw.get("message_id"))
             if msg is None or msg == "":
