@@ -145,6 +145,8 @@ def _explain(err: Mapping[str, Any]) -> str:
     if kind in bounds and ctx:
         limit = next(iter(ctx.values()))
         return f"must be {bounds[kind]} {limit}"
+    if kind == "value_error" and "error" in ctx:
+        return str(ctx["error"])
     if kind == "literal_error" and "expected" in ctx:
         return f"must be one of {ctx['expected']}"
     if kind in ("string_too_long", "too_long") and ctx:

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 __all__ = [
     "ApplyDreamOut", "AttentionOut", "BriefOut", "DreamLogOut", "ForgetOut", "IntrospectOut",
@@ -20,8 +22,32 @@ __all__ = [
 ]
 
 
+_ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "Present instead of the fields above when isError is true.",
+    "properties": {
+        "code": {"type": "string", "description": "The stable code, e.g. invalid_input."},
+        "message": {"type": "string", "description": "What was wrong, in the tool's terms."},
+        "jsonrpc_code": {"type": "integer", "description": "The JSON-RPC error number."},
+    },
+    "required": ["code", "message"],
+}
+
+
 class _Out(BaseModel):
     model_config = ConfigDict(extra="allow")
+
+    @classmethod
+    def __get_pydantic_json_schema__(
+        cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler,
+    ) -> JsonSchemaValue:
+        # Clients check structuredContent against outputSchema even on an error result
+        # (the TypeScript SDK does), so the schema admits the error shape as one branch.
+        schema = handler.resolve_ref_schema(handler(core_schema))
+        required = schema.pop("required", [])
+        schema.setdefault("properties", {})["error"] = _ERROR_SCHEMA
+        schema["anyOf"] = [{"required": required}, {"required": ["error"]}]
+        return schema
 
 
 class RecallOut(_Out):

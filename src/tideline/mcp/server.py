@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from tideline.errors import InvalidInput, NotFound
 from tideline.mcp.errors import CodedServer, error_result, mcp_error
@@ -93,7 +93,21 @@ Project = Annotated[str | None, Field(
     description="Project scope to use (default: the detected project; 'global' for none). "
                 "Recall always sees this project plus 'global', never another project.")]
 Limit = Annotated[int, Field(ge=1, le=200, description="Maximum items (1–200).")]
-Version = Annotated[int | None, Field(strict=True, ge=0, le=INT64_MAX, description=(
+
+
+def _no_bool(value: Any) -> Any:
+    # Pydantic reads true as 1 in lax mode: an optional id must never become memory #1.
+    if isinstance(value, bool):
+        raise ValueError("must be an integer, not true or false")
+    return value
+
+
+# Optional integers stay lax (the MCP Inspector sends a union-typed number as text) but
+# never take a bool or a fraction; required ids are strict integers.
+OptIndex = Annotated[Annotated[int, Field(ge=0, le=INT64_MAX)] | None,
+                     BeforeValidator(_no_bool)]
+OptId = Annotated[Annotated[int, Field(ge=1, le=INT64_MAX)] | None, BeforeValidator(_no_bool)]
+Version = Annotated[OptIndex, Field(description=(
     "The version you read (from the read tool); the write fails with `conflict` if it "
     "changed meanwhile. Omit to overwrite."))]
 
@@ -284,8 +298,9 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         cognition_direction: Annotated[str | None, Field(description="New direction.")] = None,
         kind: Annotated[str | None, Field(description="New kind.")] = None,
         tags: Annotated[list[str] | None, Field(description="New tags.")] = None,
-        importance: Annotated[int | None, Field(strict=True, ge=1, le=5, description=(
-            "New importance 1–5."))] = None,
+        importance: Annotated[Annotated[int, Field(ge=1, le=5)] | None,
+                              BeforeValidator(_no_bool),
+                              Field(description="New importance 1–5.")] = None,
     ) -> Annotated[CallToolResult, ReviseOut]:
         def body() -> CallToolResult:
             if text is not None:
@@ -319,11 +334,11 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         "words and meaning; `session` shows a window of one session (around turn `around`, "
         "or its end)."))
     def read_context(
-        memory_id: Annotated[int | None, Field(strict=True, ge=1, le=INT64_MAX, description=(
-            "Follow this memory's source_links."))] = None,
+        memory_id: Annotated[OptId, Field(
+            description="Follow this memory's source_links.")] = None,
         query: Annotated[str | None, Field(description="Search raw turns.")] = None,
         session: Annotated[str | None, Field(description="Show this session.")] = None,
-        around: Annotated[int | None, Field(strict=True, ge=0, le=INT64_MAX, description=(
+        around: Annotated[OptIndex, Field(description=(
             "Turn index to centre the session window on (default: its end)."))] = None,
         radius: Annotated[int, Field(ge=0, le=50, description=(
             "Turns shown before and after each linked turn (0–50)."))] = 3,
