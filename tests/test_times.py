@@ -238,3 +238,4 @@ def test_doctor_reports_impossible_times_and_repair_fixes_them(tmp_path: Path) -
         assert any(v == "'soon'" for _, v in event["old"]["turns.ts"])
     proc = _cli(home, "doctor")
     assert proc.returncode == 0, proc.stderr
+

@@ -264,9 +264,12 @@ def clean_paths(values: object, field: str) -> list[str | Path] | None:
         if not isinstance(text, str) or not text.strip() or "\x00" in text:
             raise InvalidInput(f"{field} must be file paths, got {_shown(raw)}")
         try:
-            text.encode("utf-8")
+            encoded = text.encode("utf-8")
         except UnicodeEncodeError:
             raise InvalidInput(f"{field} must be file paths, got {_shown(raw)}") from None
+        # The kernel's own limits (NAME_MAX, PATH_MAX): beyond them every look-up fails.
+        if len(encoded) > 4096 or any(len(part) > 255 for part in encoded.split(b"/")):
+            raise InvalidInput(f"{field} {_shown(raw)} is longer than a path can be")
         out.append(raw if isinstance(raw, str) else Path(text))
     return out
 
