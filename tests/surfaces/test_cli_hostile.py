@@ -117,3 +117,16 @@ def test_hostile_cli_args_never_exit_70(cli_env: Path) -> None:
 def test_hostile_cli_args_stress(cli_env: Path) -> None:
     f = run_cli_fuzz(5_000)
     assert f["exit_70"] == 0, "\n".join(f["failures"])
+
+
+@pytest.mark.parametrize("args", [
+    ["install", "hermes", "--dry-run", "--hermes-home", "x" * 300],
+    ["import", "hermes", "~no-such-user-h9/state.db"],
+    ["import", "jsonl", "x" * 300],
+    ["report", "--html", ""],
+    ["doctor", "--repair"],
+])
+def test_what_the_stress_run_found_is_a_typed_error(cli_env: Path, args: list[str]) -> None:
+    """Each of these exited 70 in the 5,000-run CLI stress fuzz."""
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code in (0, 3), (res.exit_code, res.stdout, res.stderr)

@@ -270,6 +270,10 @@ def clean_paths(values: object, field: str) -> list[str | Path] | None:
         # The kernel's own limits (NAME_MAX, PATH_MAX): beyond them every look-up fails.
         if len(encoded) > 4096 or any(len(part) > 255 for part in encoded.split(b"/")):
             raise InvalidInput(f"{field} {_shown(raw)} is longer than a path can be")
+        try:
+            Path(text).expanduser()
+        except RuntimeError:  # "~name/…" for a user this machine does not know
+            raise InvalidInput(f"{field} {_shown(raw)} names an unknown home directory") from None
         out.append(raw if isinstance(raw, str) else Path(text))
     return out
 
