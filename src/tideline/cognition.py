@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from tideline.errors import InvalidInput
 from tideline.store.cognition import PROFILE_FACETS, SELF_FACETS, CognitionStore
-from tideline.write.validate import clean_ids, clean_name, clean_text
+from tideline.write.validate import clean_id, clean_ids, clean_int, clean_name, clean_text
 
 if TYPE_CHECKING:
     from tideline.config import Config
@@ -43,12 +43,12 @@ class CognitionMixin:
             InvalidInput: unknown facet or invalid text.
             Conflict: the stored version differs from ``expected_version``.
         """
-        if facet not in PROFILE_FACETS:
+        if not isinstance(facet, str) or facet not in PROFILE_FACETS:
             raise InvalidInput(f"facet must be one of {', '.join(PROFILE_FACETS)}")
         return self._cognition.put_profile(
             clean_name(entity, "entity", self.config.caps), facet,
             clean_text(content, "content", self.config.caps.field_chars, required=True),
-            expected_version)
+            _version(expected_version))
 
     def self_concept(self) -> list[dict[str, Any]]:
         """The self-concept facets (fact, terrain, reflection)."""
@@ -62,15 +62,16 @@ class CognitionMixin:
             InvalidInput: unknown facet or invalid text.
             Conflict: the stored version differs from ``expected_version``.
         """
-        if facet not in SELF_FACETS:
+        if not isinstance(facet, str) or facet not in SELF_FACETS:
             raise InvalidInput(f"facet must be one of {', '.join(SELF_FACETS)}")
         return self._cognition.put_self_concept(
             facet, clean_text(content, "content", self.config.caps.field_chars, required=True),
-            expected_version)
+            _version(expected_version))
 
     def threads(self, status: str | None = "open") -> list[dict[str, Any]]:
         """Open (or all, with ``status=None``) threads."""
-        if status not in (None, "open", "closed"):
+        if status is not None and (not isinstance(status, str)
+                                   or status not in ("open", "closed")):
             raise InvalidInput("status must be open, closed or None")
         return self._cognition.threads(status)
 
@@ -93,4 +94,8 @@ class CognitionMixin:
         Raises:
             NotFound: no such thread.
         """
-        self._cognition.close_thread(clean_ids([thread_id], "thread_id", 1)[0])
+        self._cognition.close_thread(clean_id(thread_id, "thread_id"))
+
+
+def _version(value: object) -> int | None:
+    return None if value is None else clean_int(value, "expected_version", lo=0)

@@ -19,8 +19,9 @@ Every failure a caller can act on has its own class. The tree::
     └── EmbedderError           the embedder failed (model, HTTP endpoint)
 
 Each class carries an ``exit_code`` so that the CLI maps errors to distinct
-process exit codes (2 stays click's usage error), and a ``code`` string that
-other surfaces (MCP) reuse.
+process exit codes (2 stays click's usage error), a ``code`` string that other
+surfaces (MCP) reuse, and the ``jsonrpc_code`` that MCP puts beside it. A new
+subclass declares all three next to each other, so no surface can miss it.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class TidelineError(Exception):
 
     code = "tideline_error"
     exit_code = 1
+    jsonrpc_code = -32015
 
 
 class InvalidInput(TidelineError, ValueError):
@@ -59,6 +61,7 @@ class InvalidInput(TidelineError, ValueError):
 
     code = "invalid_input"
     exit_code = 3
+    jsonrpc_code = -32602
 
 
 class InputTooLarge(InvalidInput):
@@ -66,6 +69,7 @@ class InputTooLarge(InvalidInput):
 
     code = "input_too_large"
     exit_code = 4
+    jsonrpc_code = -32602
 
 
 class ArchiveInvalid(InvalidInput):
@@ -90,6 +94,7 @@ class NotFound(TidelineError, LookupError):
 
     code = "not_found"
     exit_code = 5
+    jsonrpc_code = -32602
 
 
 class Conflict(TidelineError):
@@ -97,6 +102,7 @@ class Conflict(TidelineError):
 
     code = "conflict"
     exit_code = 6
+    jsonrpc_code = -32010
 
 
 class StoreError(TidelineError):
@@ -104,6 +110,7 @@ class StoreError(TidelineError):
 
     code = "store_error"
     exit_code = 10
+    jsonrpc_code = -32015
 
 
 class StoreBusy(StoreError):
@@ -111,6 +118,7 @@ class StoreBusy(StoreError):
 
     code = "store_busy"
     exit_code = 11
+    jsonrpc_code = -32011
 
 
 class StoreFull(StoreError):
@@ -118,6 +126,7 @@ class StoreFull(StoreError):
 
     code = "store_full"
     exit_code = 12
+    jsonrpc_code = -32012
 
 
 class StoreCorrupt(StoreError):
@@ -125,6 +134,7 @@ class StoreCorrupt(StoreError):
 
     code = "store_corrupt"
     exit_code = 13
+    jsonrpc_code = -32013
 
 
 class SchemaTooNew(StoreError):
@@ -132,6 +142,7 @@ class SchemaTooNew(StoreError):
 
     code = "schema_too_new"
     exit_code = 14
+    jsonrpc_code = -32014
 
 
 class BackendUnavailable(StoreError):
@@ -151,6 +162,7 @@ class EmbedderMismatch(TidelineError):
 
     code = "embedder_mismatch"
     exit_code = 20
+    jsonrpc_code = -32020
 
     def __init__(self, stored: str, requested: str) -> None:
         super().__init__(
@@ -166,6 +178,7 @@ class EmbedderError(TidelineError):
 
     code = "embedder_error"
     exit_code = 21
+    jsonrpc_code = -32021
 
 
 def from_sqlite(exc: sqlite3.Error) -> TidelineError:

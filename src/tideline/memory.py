@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tideline.cognition import CognitionMixin
 from tideline.config import Config
@@ -34,9 +34,17 @@ from tideline.store.connection import peek_meta
 from tideline.store.sqlite import SQLiteStore
 from tideline.write.path import Writer
 from tideline.write.validate import (
+    clean_callback,
+    clean_flag,
+    clean_id,
     clean_ids,
+    clean_instance,
+    clean_int,
     clean_list,
     clean_name,
+    clean_number,
+    clean_paths,
+    clean_seq,
     clean_text,
     clean_weight,
     parse_time,
@@ -116,12 +124,18 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             EmbedderMismatch: the store was built with another embedder.
             StoreCorrupt: the database file is damaged.
         """
+        clean_instance(config, Config, "config", "a Config")
+        clean_instance(home, (str, os.PathLike), "home", "a directory path")
+        clean_instance(embedder, (str, Embedder), "embedder", "an embedder name or instance")
+        clean_instance(project, str, "project", "a project name")
+        if home is not None:
+            clean_paths([home], "home")
         cfg = config or Config.load()
         overrides: dict[str, Any] = {}
         if home is not None:
             overrides["home"] = Path(home).expanduser()
         if namespace is not None:
-            overrides["namespace"] = namespace
+            overrides["namespace"] = clean_name(namespace, "namespace", cfg.caps)
         if isinstance(embedder, str):
             overrides["embedder"] = embedder
         if overrides:
@@ -359,15 +373,19 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         """
         from tideline.ingest.turns import prepare_turns, store_turns
 
-        batch = list(turns)
+        batch = clean_seq(turns, "turns")
         caps = self.config.caps
         if len(batch) > caps.batch:
             raise InputTooLarge(f"batch of {len(batch)} turns; the cap is {caps.batch}")
+        if session is not None:
+            session = clean_text(session, "session", caps.name_chars, required=True)
+        clean_callback(progress)
+        rows = cast("list[Mapping[str, Any]]", batch)  # each item is checked there
         salt = ""
         if idempotency_key is not None:
             salt = clean_text(idempotency_key, "idempotency_key", 200, required=True)
         prepared = prepare_turns(
-            batch, scope=self._scope(scope, write=True), source=clean_name(source, "source", caps),
+            rows, scope=self._scope(scope, write=True), source=clean_name(source, "source", caps),
             session=session, caps=caps, next_index=self.store.next_turn_index, salt=salt,
         )
         result = store_turns(self.store, self.embedder, prepared, progress=progress,
@@ -418,13 +436,16 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         caps = self.config.caps
         text = clean_text(query, "query", caps.query_chars)
         current, scopes = self._scopes(scope)
-        k = self.config.recall.limit if limit is None else int(limit)
-        if k < 1:
-            raise InvalidInput("limit must be at least 1")
+        k = self.config.recall.limit if limit is None else clean_int(limit, "limit", lo=1)
         if k > caps.limit:
             raise InputTooLarge(f"limit {k} is over the cap {caps.limit}")
         if kind is not None:
             kind = clean_name(kind, "kind", caps)
+        include_turns = clean_flag(include_turns, "include_turns")
+        abstain = clean_flag(abstain, "abstain")
+        log = clean_flag(log, "log")
+        tier = clean_name(tier, "tier", caps)
+        after, before = parse_time(since, "since"), parse_time(until, "until")
         if not text:
             return RecallPacket(query=text, scope=current, items=(), abstained=True,
                                 latency_ms=0.0)
@@ -433,7 +454,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         journal = RecallJournal(self.store, tier) if log else None
         return self._engine.recall(
             text, scopes=scopes, scope=current, limit=k, kind=kind,
-            since=parse_time(since, "since"), until=parse_time(until, "until"),
+            since=after, until=before,
             include_turns=include_turns, abstain=abstain,
             on_hits=journal.record if journal else None,
         )
@@ -456,10 +477,9 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         Raises:
             InvalidInput: reward outside −1..1 or bad ids.
         """
-        if isinstance(reward, bool) or not isinstance(reward, int | float) or not (
-            -1.0 <= float(reward) <= 1.0
-        ):
-            raise InvalidInput(f"reward must be a number in -1..1, got {reward!r}")
+        reward = clean_number(reward, "reward", lo=-1.0, hi=1.0)
+        if ids is None:
+            raise InvalidInput("ids must be a list of memory ids")
         wanted = clean_ids(ids, "ids", self.config.caps.limit)
         visible = self._visible(scope)
         now = time.time()
@@ -503,7 +523,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         """
         from tideline.write.revise import revise_memory
 
-        return revise_memory(self, int(memory_id), text, fields, scope=scope)
+        return revise_memory(self, clean_id(memory_id, "memory_id"), text, fields, scope=scope)
 
     def forget(self, memory_id: int, *, scope: str | None = None) -> dict[str, Any]:
         """Delete a memory for real (privacy): row, indexes, edges; journaled.
@@ -516,7 +536,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         Raises:
             NotFound: no such memory in this project or ``global``.
         """
-        mid = clean_ids([memory_id], "id", 1)[0]
+        mid = clean_id(memory_id, "memory_id")
         visible = self._visible(scope)
         with self.store.db.write() as c:
             if self.store.get_memory(mid, c).scope not in visible:
@@ -539,7 +559,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             NotFound: no such memory in this project or ``global`` (a memory of another
                 project is not found, exactly as if it did not exist).
         """
-        mid = clean_ids([memory_id], "id", 1)[0]
+        mid = clean_id(memory_id, "memory_id")
         rec = self.store.get_memory(mid)
         if rec.scope not in self._visible(scope):
             raise NotFound(f"no memory with id {mid}")
@@ -587,8 +607,11 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
                 project are left out, as if they did not exist.
 
         Raises:
-            InvalidInput: bad ids.
+            InvalidInput: ``ids`` is not a list of positive integer ids.
+            InputTooLarge: more ids than the batch cap.
         """
+        if ids is None:
+            raise InvalidInput("ids must be a list of turn ids")
         visible = self._visible(scope)
         found = self.store.get_turns(clean_ids(ids, "ids", self.config.caps.batch))
         return [t for t in found.values() if t.scope in visible]
@@ -596,8 +619,15 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
     def events(
         self, *, kinds: Sequence[str] | None = None, limit: int = 50
     ) -> list[dict[str, Any]]:
-        """The journal, newest first."""
-        return self.store.events(kinds=kinds, limit=min(limit, 10_000))
+        """The journal, newest first.
+
+        Raises:
+            InvalidInput: ``limit`` is not an integer 1–10000 or a kind is malformed.
+        """
+        caps = self.config.caps
+        wanted = None if kinds is None else list(clean_list(
+            kinds, "kinds", item_cap=caps.name_chars, count_cap=caps.limit))
+        return self.store.events(kinds=wanted, limit=clean_int(limit, "limit", lo=1, hi=10_000))
 
     def introspect(self) -> dict[str, Any]:
         """Store statistics, the current project and the embedder in force."""
@@ -629,8 +659,9 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         Returns:
             The findings (``ok`` is False when anything is wrong and was not repaired).
         """
-        return doctor_mod.run(self.store, self.embedder, self.vectors, repair=repair,
-                              progress=progress)
+        clean_callback(progress)
+        return doctor_mod.run(self.store, self.embedder, self.vectors,
+                              repair=clean_flag(repair, "repair"), progress=progress)
 
     def reembed(self, embedder: str | Embedder, *, progress: Progress | None = None,
                 url: str | None = None, model: str | None = None) -> dict[str, Any]:
@@ -645,6 +676,9 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         Raises:
             EmbedderError: the new embedder failed (the store is unchanged).
         """
+        if not isinstance(embedder, str | Embedder):
+            raise InvalidInput("embedder must be an embedder name or instance")
+        clean_callback(progress)
         new = make_embedder(embedder, url=url, model=model) if isinstance(embedder, str) \
             else embedder
         result = reembed_mod.run(self.store, new, progress=progress)

@@ -10,8 +10,9 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import Any, Literal
+
+from tideline.times import iso
 
 __all__ = [
     "EDGE_TYPES",
@@ -75,11 +76,6 @@ def compute_weight(importance: int, emotional: int, recurrence: int, unresolved:
     return round((raw - 1.0) / 4.0, 6)
 
 
-def iso(ts: float | None) -> str | None:
-    """Render an epoch timestamp as ISO 8601 in UTC (``None`` stays ``None``)."""
-    if ts is None:
-        return None
-    return datetime.fromtimestamp(ts, tz=UTC).isoformat(timespec="seconds")
 
 
 @dataclass(frozen=True)

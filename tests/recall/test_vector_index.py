@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from tideline import Memory
 from tideline.errors import InvalidInput
 from tideline.recall.vector_index import SyncReport, VectorIndex, VectorSource
 
@@ -633,3 +634,10 @@ def test_threads_search_while_syncing(source: SqliteSource, idx_dir: Path) -> No
         worker.join()
     assert not errors
     assert len(idx) == source.vector_count()
+
+
+def test_doctor_repair_saves_an_empty_space(mem: Memory) -> None:
+    """Found by the hostile-argument stress run: `doctor --repair` on a store with memories
+    but no raw turns failed with TypeError (memoryview cannot cast an empty matrix)."""
+    mem.remember("a memory without any raw turn", scope="atlas")
+    assert mem.doctor(repair=True)["ok"]

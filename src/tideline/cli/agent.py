@@ -264,7 +264,9 @@ def install_hermes_cmd(hermes_home: HermesHome = None, dry_run: DryRun = False,
                        as_json: JsonOpt = False) -> None:
     """Install the Tideline memory provider into Hermes Agent and select it."""
     from tideline.plugins.hermes import install_hermes
+    from tideline.write.validate import clean_paths
 
+    clean_paths(hermes_home, "--hermes-home")
     res = install_hermes(hermes_home, dry_run=dry_run)
     for warning in res["warnings"]:
         sys.stderr.write(f"tideline: warning: {warning}\n")
@@ -277,7 +279,9 @@ def uninstall_hermes_cmd(hermes_home: HermesHome = None, dry_run: DryRun = False
                          as_json: JsonOpt = False) -> None:
     """Remove the Tideline memory provider from Hermes Agent; select the previous one."""
     from tideline.plugins.hermes import uninstall_hermes
+    from tideline.write.validate import clean_paths
 
+    clean_paths(hermes_home, "--hermes-home")
     res = uninstall_hermes(hermes_home, dry_run=dry_run)
     emit(res, as_json, lambda: "\n".join(res["messages"]))
 

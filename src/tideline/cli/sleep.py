@@ -90,6 +90,10 @@ def report(
         from tideline.report.html import render_html
 
         target = html.expanduser()
+        if not target.name or target.is_dir():
+            from tideline.errors import InvalidInput
+
+            raise InvalidInput(f"--html needs a file name, got {str(html)!r}")
         tmp = target.with_name(target.name + ".partial")
         try:
             tmp.write_text(render_html(data), encoding="utf-8")

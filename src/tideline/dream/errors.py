@@ -21,6 +21,7 @@ class DreamError(TidelineError):
 
     code = "dream_error"
     exit_code = 30
+    jsonrpc_code = -32040
 
 
 class LLMOutputInvalid(DreamError):
@@ -33,6 +34,7 @@ class LLMOutputInvalid(DreamError):
 
     code = "llm_output_invalid"
     exit_code = 31
+    jsonrpc_code = -32041
 
     def __init__(self, layer: str, problems: list[str], *, attempts: int = 1) -> None:
         shown = "; ".join(problems[:5]) + (f"; … {len(problems) - 5} more"
@@ -48,6 +50,7 @@ class ProviderError(DreamError):
 
     code = "provider_error"
     exit_code = 32
+    jsonrpc_code = -32042
 
 
 class DreamTooLarge(DreamError):
@@ -55,3 +58,4 @@ class DreamTooLarge(DreamError):
 
     code = "dream_too_large"
     exit_code = 33
+    jsonrpc_code = -32043

@@ -5,6 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from tideline.errors import InvalidInput
+from tideline.write.validate import (
+    clean_callback,
+    clean_flag,
+    clean_instance,
+    clean_seq,
+    clean_text,
+)
+
 if TYPE_CHECKING:
     from tideline.dream.plan import CallRecord
     from tideline.dream.providers import Provider
@@ -70,6 +79,17 @@ class DreamMixin:
         from tideline.dream.settings import DreamSettings
 
         mem: Memory = self  # type: ignore[assignment]
+        _check_common(settings, dry_run, force)
+        clean_callback(progress)
+        for field, value in (("model", model), ("url", url), ("command", command)):
+            if value is not None:
+                clean_text(value, field, 4000, required=True)
+        if layers is not None and not isinstance(layers, str):
+            for layer in clean_seq(layers, "layers"):
+                clean_text(layer, "layers", 40, required=True)
+        if provider is not None and not isinstance(provider, str) and not callable(
+                getattr(provider, "complete", None)):
+            raise InvalidInput("provider must be a provider name or instance")
         overrides: dict[str, Any] = {
             "provider": provider if isinstance(provider, str) else None, "model": model,
             "url": url, "command": command, "layers": layers}
@@ -152,6 +172,11 @@ class DreamMixin:
         from tideline.dream.settings import DreamSettings
 
         mem: Memory = self  # type: ignore[assignment]
+        _check_common(settings, dry_run, force)
+        if not isinstance(payload, dict | str | bytes):
+            raise InvalidInput("payload must be the answer as JSON text or a dict")
+        if not isinstance(layer, str):
+            raise InvalidInput("layer must be solidify, comb, wander or dream")
         name = check_layer(layer)
         base = settings or DreamSettings.load()
         scope = mem._scope(scope, write=False) if scope is not None else None
@@ -172,6 +197,14 @@ class DreamMixin:
         result = apply_plan(mem, plan, base, dry_run=dry_run, force=force)
         result.pop("touched_ids", None)
         return result
+
+
+def _check_common(settings: object, dry_run: object, force: object) -> None:
+    from tideline.dream.settings import DreamSettings
+
+    clean_instance(settings, DreamSettings, "settings", "DreamSettings")
+    clean_flag(dry_run, "dry_run")
+    clean_flag(force, "force")
 
 
 def _journal_call(mem: Memory, rec: CallRecord, dry_run: bool) -> None:

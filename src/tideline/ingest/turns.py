@@ -34,7 +34,7 @@ from tideline.embed.base import Embedder, Vectors
 from tideline.errors import InvalidInput
 from tideline.models import ImportResult, Turn, derived_turn_id
 from tideline.store.sqlite import SQLiteStore, turn_embed_text
-from tideline.write.validate import clean_name, clean_text, parse_time
+from tideline.write.validate import INT64_MAX, clean_name, clean_text, parse_time
 
 __all__ = ["Occurrences", "prepare_turns", "store_turns"]
 
@@ -107,7 +107,7 @@ def prepare_turns(
             ts = parse_time(raw.get("timestamp", raw.get("ts")), "timestamp")
             given = raw.get("turn_index")
             if given is not None and (isinstance(given, bool) or not isinstance(given, int)
-                                      or given < 0):
+                                      or not 0 <= given <= INT64_MAX):
                 raise InvalidInput("turn_index must be a non-negative integer")
             if sess not in counters:
                 counters[sess] = next_index(sess)

@@ -18,6 +18,15 @@ from typing import TYPE_CHECKING, Any, cast
 from tideline.errors import InputTooLarge, InvalidInput
 from tideline.inject.tuning import InjectTuning
 from tideline.project import ProjectInfo
+from tideline.write.validate import (
+    clean_callback,
+    clean_flag,
+    clean_int,
+    clean_number,
+    clean_paths,
+    clean_seq,
+    clean_text,
+)
 
 if TYPE_CHECKING:
     from tideline.inject.identity import IdentityDoc
@@ -58,6 +67,8 @@ class InjectMixin:
         """
         from tideline.write.validate import clean_name
 
+        if not isinstance(info, ProjectInfo):
+            raise InvalidInput(f"info must be a ProjectInfo, got {type(info).__name__}")
         mem = self._mem()
         mem.project = None if info.name is None else clean_name(info.name, "project",
                                                                   mem.config.caps)
@@ -85,6 +96,8 @@ class InjectMixin:
 
     @inject_tuning.setter
     def inject_tuning(self, value: InjectTuning) -> None:
+        if not isinstance(value, InjectTuning):
+            raise InvalidInput(f"inject_tuning must be an InjectTuning, got {type(value).__name__}")
         self._inject_tuning = value
 
     def identity(self) -> IdentityDoc | None:
@@ -125,11 +138,12 @@ class InjectMixin:
         """
         from tideline.inject.brief import BRIEF_TIERS, build_brief
 
-        unknown = [t for t in tiers if t not in BRIEF_TIERS]
+        wanted = clean_seq(tiers, "tiers")
+        unknown = [t for t in wanted if not isinstance(t, str) or t not in BRIEF_TIERS]
         if unknown:
-            raise InvalidInput(f"brief tiers are {', '.join(BRIEF_TIERS)}; got {unknown}")
-        if budget is not None and budget < 0:
-            raise InvalidInput("budget must not be negative")
+            raise InvalidInput(f"brief tiers are {', '.join(BRIEF_TIERS)}; got {unknown!r:.200}")
+        tiers = tuple(cast("list[str]", wanted))
+        budget, session = self._budget_session(budget, session)
         return build_brief(self._agent, info=self._info_for(scope), identity=self.identity(),
                            tuning=self.inject_tuning, budget=budget, session=session,
                            tiers=tiers, agent=self._mem().config.agent_name)
@@ -157,13 +171,19 @@ class InjectMixin:
         """
         from tideline.inject.prefetch import build_prefetch
 
-        if recent not in ("session", "bridge", "off"):
+        if not isinstance(recent, str) or recent not in ("session", "bridge", "off"):
             raise InvalidInput("recent must be session, bridge or off")
-        if budget is not None and budget < 0:
-            raise InvalidInput("budget must not be negative")
+        budget, session = self._budget_session(budget, session)
+        log = clean_flag(log, "log")
         return build_prefetch(self._mem(), self._agent, query, info=self._info_for(scope),
                               tuning=self.inject_tuning, budget=budget, session=session,
                               recent=recent, log=log)
+
+    def _budget_session(self, budget: object, session: object) -> tuple[int | None, str | None]:
+        caps = self._mem().config.caps
+        tokens = None if budget is None else clean_int(budget, "budget", lo=0)
+        name = None if session is None else clean_text(session, "session", caps.name_chars)
+        return tokens, name
 
     # -- raw context ----------------------------------------------------------------------
 
@@ -188,10 +208,12 @@ class InjectMixin:
         modes = [m for m in (memory_id, query, session) if m is not None]
         if len(modes) != 1:
             raise InvalidInput("give exactly one of memory_id, query or session")
-        if not 0 <= radius <= 50:
-            raise InvalidInput("radius must be 0–50")
-        if not 1 <= limit <= mem.config.caps.limit:
+        radius = clean_int(radius, "radius", lo=0, hi=50)
+        limit = clean_int(limit, "limit", lo=1)
+        if limit > mem.config.caps.limit:
             raise InputTooLarge(f"limit must be 1–{mem.config.caps.limit}")
+        if around is not None:
+            around = clean_int(around, "around", lo=0)
         current, visible = mem._scopes(scope)
         if memory_id is not None:
             rec = mem.get(memory_id, scope=current)
@@ -219,7 +241,7 @@ class InjectMixin:
             rows = [t | {"timestamp": iso(t["timestamp"]), "recorded_at": iso(t["recorded_at"])}
                     for t in self._agent.session_tail(name, limit, visible)]
             return {"mode": "session", "session": name, "scope": current, "turns": rows}
-        near = mem.store.session_turns(name, around=int(around), radius=radius, limit=limit,
+        near = mem.store.session_turns(name, around=around, radius=radius, limit=limit,
                                        scopes=visible)
         return {"mode": "session", "session": name, "scope": current,
                 "turns": [t.to_dict() for t in near]}
@@ -233,8 +255,8 @@ class InjectMixin:
         Raises:
             InvalidInput: a negative window or bad scope.
         """
-        if days is not None and days < 0:
-            raise InvalidInput("days must not be negative")
+        if days is not None:
+            days = clean_number(days, "days", lo=0.0, hi=36_500.0)
         from tideline.inject.brief import scopes_for
 
         info = self._info_for(scope)
@@ -287,7 +309,9 @@ class InjectMixin:
         """
         from tideline.ingest.claude import SOURCE, find_transcripts, parse_transcript
 
-        files = find_transcripts(paths)
+        tool_results = clean_flag(tool_results, "tool_results")
+        clean_callback(progress)
+        files = find_transcripts(clean_paths(paths, "paths"))
         turns: list[dict[str, Any]] = []
         dropped: Counter[str] = Counter()
         for f in files:
@@ -329,7 +353,12 @@ class InjectMixin:
         """
         from tideline.ingest.hermes import SOURCE, hermes_turns, read_hermes
 
-        sessions = read_hermes(paths, session=session)
+        tool_results = clean_flag(tool_results, "tool_results")
+        clean_callback(progress)
+        if session is not None:
+            session = clean_text(session, "session", self._mem().config.caps.name_chars,
+                                 required=True)
+        sessions = read_hermes(clean_paths(paths, "paths"), session=session)
         parsed = hermes_turns(sessions, scope=scope, tool_results=tool_results)
         reader = self._agent
         known = reader.existing_message_ids(SOURCE, [str(t["id"]) for t in parsed.turns
@@ -386,6 +415,8 @@ class InjectMixin:
         from tideline.ingest.turns import Occurrences, prepare_turns, store_turns
         from tideline.write.validate import clean_name
 
+        clean_callback(progress)
+        given = clean_paths([path], "path")
         mem = self._mem()
         caps = mem.config.caps
         size = caps.import_batch if batch is None else batch
@@ -393,7 +424,7 @@ class InjectMixin:
             raise InvalidInput(f"batch must be a positive integer, got {size!r}")
         if size > caps.batch:
             raise InputTooLarge(f"batch of {size} turns; the cap is {caps.batch}")
-        file = Path(path)
+        file = Path(given[0]) if given else Path("")
         total = count_lines(file)
         where = mem._scope(scope, write=True)
         src = clean_name(source, "source", caps)
@@ -440,10 +471,17 @@ class InjectMixin:
         Returns:
             ``{"inserted", "skipped", "turn_ids"}``.
         """
-        rows = [dict(t) for t in turns]
+        rows = []
+        for pos, t in enumerate(clean_seq(turns, "turns")):
+            if not isinstance(t, Mapping):
+                raise InvalidInput(f"turn {pos}: expected an object, got {type(t).__name__}")
+            rows.append(dict(t))
+        from tideline.write.validate import clean_name
+
+        source = clean_name(source, "source", self._mem().config.caps)
         known = self._agent.existing_message_ids(source, [str(t["id"]) for t in rows
                                                           if t.get("id")])
-        fresh = [t for t in rows if not t.get("id") or t["id"] not in known]
+        fresh = [t for t in rows if not t.get("id") or str(t["id"]) not in known]
         if not fresh:
             return {"inserted": 0, "skipped": len(rows), "turn_ids": []}
         inserted, skipped, _s, ids = self._import_turns(fresh, source=source, scope=scope,

@@ -23,11 +23,28 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from tideline.errors import InvalidInput, NotFound
-from tideline.mcp.errors import error_result, mcp_error
+from tideline.mcp.errors import CodedServer, error_result, mcp_error
+from tideline.mcp.schemas import (
+    ApplyDreamOut,
+    AttentionOut,
+    BriefOut,
+    DreamLogOut,
+    ForgetOut,
+    IntrospectOut,
+    MemorizeOut,
+    ProfileOut,
+    ProfilesOut,
+    ReadContextOut,
+    RecallOut,
+    ReflectOut,
+    ReviseOut,
+    SelfConceptOut,
+)
 from tideline.render import fence, memory_line, packet_text, turn_line, write_line
+from tideline.write.validate import INT64_MAX, clean_text
 
 if TYPE_CHECKING:
     from tideline.memory import Memory
@@ -75,8 +92,33 @@ DREAM_LAYERS = {
 Project = Annotated[str | None, Field(
     description="Project scope to use (default: the detected project; 'global' for none). "
                 "Recall always sees this project plus 'global', never another project.")]
-Limit = Annotated[int, Field(ge=1, le=200, description="Maximum items.")]
-Weight = Annotated[int, Field(ge=1, le=5)]
+Limit = Annotated[int, Field(ge=1, le=200, description="Maximum items (1–200).")]
+
+
+def _no_bool(value: Any) -> Any:
+    # Pydantic reads true as 1 in lax mode: an optional id must never become memory #1.
+    if isinstance(value, bool):
+        raise ValueError("must be an integer, not true or false")
+    return value
+
+
+# Optional integers stay lax (the MCP Inspector sends a union-typed number as text) but
+# never take a bool or a fraction; required ids are strict integers.
+OptIndex = Annotated[Annotated[int, Field(ge=0, le=INT64_MAX)] | None,
+                     BeforeValidator(_no_bool)]
+OptId = Annotated[Annotated[int, Field(ge=1, le=INT64_MAX)] | None, BeforeValidator(_no_bool)]
+Version = Annotated[OptIndex, Field(description=(
+    "The version you read (from the read tool); the write fails with `conflict` if it "
+    "changed meanwhile. Omit to overwrite."))]
+
+Importance = Annotated[int, Field(strict=True, ge=1, le=5, description=(
+    "1–5: how much this matters (5 = essential; weights the session brief)."))]
+Emotional = Annotated[int, Field(strict=True, ge=1, le=5, description="1–5: emotional "
+                                 "intensity.")]
+Recurrence = Annotated[int, Field(strict=True, ge=1, le=5, description="1–5: how often it "
+                                  "comes up.")]
+Unresolved = Annotated[int, Field(strict=True, ge=1, le=5, description=(
+    "1–5: how open it still is (5 = an unresolved question)."))]
 
 
 class TurnIn(BaseModel):
@@ -112,8 +154,8 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
     """
     from tideline import __version__
 
-    server: MCPServer[Any] = MCPServer(
-        name, title="Tideline memory", version=__version__,
+    server: MCPServer[Any] = CodedServer(
+        name, title="Tideline memory", version=__version__, 
         instructions=instructions_for(mem.config.agent_name),
         description="Long-term memory for agents: narratives, raw texture, hybrid recall.",
         log_level="WARNING",
@@ -149,7 +191,7 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         since: Annotated[str | None, Field(description="Only from this time (ISO).")] = None,
         until: Annotated[str | None, Field(description="Only up to this time (ISO).")] = None,
         include_turns: Annotated[bool, Field(description="Also return raw turns.")] = True,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, RecallOut]:
         def body() -> CallToolResult:
             packet = mem.recall(query, scope=project, limit=limit, kind=kind, since=since,
                                 until=until, include_turns=include_turns)
@@ -184,12 +226,13 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
             description="Who did what, e.g. 'A=decided; B=reviewed'.")] = "",
         related_entities: Annotated[list[str] | None, Field(
             description="Names involved.")] = None,
-        source_links: Annotated[list[int] | None, Field(
+        source_links: Annotated[list[Annotated[int, Field(strict=True, ge=1, le=INT64_MAX)]]
+                                | None, Field(
             description="Raw turn ids this memory came from.")] = None,
-        importance: Weight = 3,
-        emotional: Weight = 1,
-        recurrence: Weight = 1,
-        unresolved: Weight = 1,
+        importance: Importance = 3,
+        emotional: Emotional = 1,
+        recurrence: Recurrence = 1,
+        unresolved: Unresolved = 1,
         event_time: Annotated[str | None, Field(
             description="When it happened (ISO), if not now.")] = None,
         idempotency_key: Annotated[str | None, Field(
@@ -198,9 +241,11 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
             description="Raw conversation turns to store verbatim.")] = None,
         session: Annotated[str | None, Field(
             description="Session id for `turns` (default: 'mcp').")] = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, MemorizeOut]:
         def body() -> CallToolResult:
             content = gesture if gesture is not None else text
+            if gesture is None and text is not None:  # errors name `text`, as the caller did
+                clean_text(text, "text", mem.config.caps.gesture_chars)
             if not turns and not (content and content.strip()):
                 raise InvalidInput("give text, gesture or turns")
             where = write_scope(scope)
@@ -236,10 +281,12 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         "returned: reward > 0 reinforces memories that helped, reward < 0 weakens wrong or "
         "useless ones. This is how memory learns what matters."))
     def reflect(
-        ids: Annotated[list[int], Field(description="Memory ids from recall.")],
-        reward: Annotated[float, Field(ge=-1, le=1, description="-1..1.")] = 1.0,
+        ids: Annotated[list[Annotated[int, Field(strict=True, ge=1, le=INT64_MAX)]], Field(
+            description="Memory ids from recall.")],
+        reward: Annotated[float, Field(ge=-1, le=1, allow_inf_nan=False, description=(
+            "-1..1: > 0 reinforces memories that helped, < 0 weakens wrong ones."))] = 1.0,
         project: Project = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, ReflectOut]:
         def body() -> CallToolResult:
             res = mem.reflect(ids, reward, scope=project)
             return _ok(res, f"updated {res['updated']}; missing {res['missing']}")
@@ -249,16 +296,21 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         "Correct a memory. Call when a stored memory is outdated or wrong: writes a new "
         "version that supersedes it (the old one stays in its history)."))
     def revise(
-        memory_id: Annotated[int, Field(description="The memory to correct.")],
+        memory_id: Annotated[int, Field(strict=True, ge=1, le=INT64_MAX,
+                                        description="The memory to correct.")],
         text: Annotated[str | None, Field(description="The corrected text (gesture).")] = None,
         context: Annotated[str | None, Field(description="New setting.")] = None,
         cognition_direction: Annotated[str | None, Field(description="New direction.")] = None,
         kind: Annotated[str | None, Field(description="New kind.")] = None,
         tags: Annotated[list[str] | None, Field(description="New tags.")] = None,
-        importance: Annotated[int | None, Field(ge=1, le=5)] = None,
+        importance: Annotated[Annotated[int, Field(ge=1, le=5)] | None,
+                              BeforeValidator(_no_bool),
+                              Field(description="New importance 1–5.")] = None,
         project: Project = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, ReviseOut]:
         def body() -> CallToolResult:
+            if text is not None:
+                clean_text(text, "text", mem.config.caps.gesture_chars, required=True)
             fields = {k: v for k, v in (("context", context),
                                         ("cognition_direction", cognition_direction),
                                         ("kind", kind), ("tags", tags),
@@ -273,8 +325,10 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         open_world_hint=False), description=(
         "Delete a memory for real. Call ONLY when the user asks to forget something or it "
         "must not be kept (privacy). To correct a memory use `revise` instead."))
-    def forget(memory_id: Annotated[int, Field(description="The memory to delete.")],
-               project: Project = None) -> CallToolResult:
+    def forget(memory_id: Annotated[int, Field(strict=True, ge=1, le=INT64_MAX,
+                                               description="The memory to delete.")],
+               project: Project = None,
+               ) -> Annotated[CallToolResult, ForgetOut]:
         def body() -> CallToolResult:
             res = mem.forget(memory_id, scope=project)
             return _ok(res, f"forgot memory #{memory_id}")
@@ -287,15 +341,17 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         "words and meaning; `session` shows a window of one session (around turn `around`, "
         "or its end)."))
     def read_context(
-        memory_id: Annotated[int | None, Field(description="Follow this memory's "
-                                               "source_links.")] = None,
+        memory_id: Annotated[OptId, Field(
+            description="Follow this memory's source_links.")] = None,
         query: Annotated[str | None, Field(description="Search raw turns.")] = None,
         session: Annotated[str | None, Field(description="Show this session.")] = None,
-        around: Annotated[int | None, Field(description="Turn index to centre on.")] = None,
-        radius: Annotated[int, Field(ge=0, le=50)] = 3,
+        around: Annotated[OptIndex, Field(description=(
+            "Turn index to centre the session window on (default: its end)."))] = None,
+        radius: Annotated[int, Field(ge=0, le=50, description=(
+            "Turns shown before and after each linked turn (0–50)."))] = 3,
         limit: Limit = 20,
         project: Project = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, ReadContextOut]:
         def body() -> CallToolResult:
             res = mem.read_context(memory_id=memory_id, query=query, session=session,
                                    around=around, radius=radius, limit=limit, scope=project)
@@ -323,7 +379,7 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         "detected project and which rule chose it, the embedder and its thresholds, the "
         "injection settings. Call when unsure which project you are in or whether memory "
         "holds anything."))
-    def introspect() -> CallToolResult:
+    def introspect() -> Annotated[CallToolResult, IntrospectOut]:
         def body() -> CallToolResult:
             data = mem.introspect()
             data["project_detection"] = mem.project_info.to_dict()
@@ -341,8 +397,8 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         kinds: Annotated[list[str] | None, Field(description="Only these event kinds "
                                                  "(write, recall, sleep, dream, "
                                                  "hook_error, …).")] = None,
-        limit: Annotated[int, Field(ge=1, le=1000)] = 50,
-    ) -> CallToolResult:
+        limit: Annotated[int, Field(ge=1, le=1000, description="Maximum events (1–1000).")] = 50,
+    ) -> Annotated[CallToolResult, DreamLogOut]:
         def body() -> CallToolResult:
             events = mem.events(kinds=kinds, limit=limit)
             lines = [f"{e['id']} {_iso(e['ts'])} {e['kind']}"
@@ -357,10 +413,10 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         "again versus deserts never recalled — potential blind spots. Call when reflecting "
         "on your memory (e.g. during a DREAM comb) or planning what to revisit."))
     def attention_heatmap(
-        days: Annotated[float | None, Field(ge=0, description="Look back this many days "
-                                            "(default 30; null = all time).")] = 30.0,
+        days: Annotated[float | None, Field(ge=0, le=3650, allow_inf_nan=False, description=(
+            "Look back this many days, 0–3650 (default 30; null = all time)."))] = 30.0,
         project: Project = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, AttentionOut]:
         def body() -> CallToolResult:
             native = getattr(mem, "attention_heatmap", None)
             data: dict[str, Any] = {}
@@ -386,7 +442,7 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         project: Project = None,
         budget: Annotated[int | None, Field(ge=100, le=50_000, description="Token budget "
                                             "(default 2000).")] = None,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, BriefOut]:
         def body() -> CallToolResult:
             res = mem.inject_brief(scope=project, budget=budget)
             return _ok(res.to_dict(), res.text or "(memory is empty)")
@@ -396,7 +452,8 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         "Read what memory holds about people and other entities (facets: fact, impression, "
         "relationship). Call before working with or for someone named."))
     def read_profiles(entity: Annotated[str | None, Field(
-            description="One entity (default: all).")] = None) -> CallToolResult:
+            description="One entity (default: all).")] = None,
+                      ) -> Annotated[CallToolResult, ProfilesOut]:
         def body() -> CallToolResult:
             rows = mem.profiles(entity)
             lines = [f"{p['entity']}/{p['facet']} (v{p['version']}): {p['content']}"
@@ -410,10 +467,11 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         "Pass expected_version from read_profiles to avoid overwriting a concurrent edit."))
     def update_profile(
         entity: Annotated[str, Field(description="Who or what.")],
-        facet: Annotated[Literal["fact", "impression", "relationship"], Field()],
+        facet: Annotated[Literal["fact", "impression", "relationship"], Field(
+            description="Which facet: fact, impression or relationship.")],
         content: Annotated[str, Field(description="The whole new facet text.")],
-        expected_version: Annotated[int | None, Field(ge=0)] = None,
-    ) -> CallToolResult:
+        expected_version: Version = None,
+    ) -> Annotated[CallToolResult, ProfileOut]:
         def body() -> CallToolResult:
             res = mem.update_profile(entity, facet, content, expected_version=expected_version)
             return _ok(res, f"profile {entity}/{facet} is now v{res['version']}")
@@ -422,7 +480,7 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
     @server.tool(name="read_self_concept", annotations=readonly, description=(
         "Read your self-concept (facets: fact, terrain, reflection) — who you are in this "
         "memory. Call when reflecting on yourself or your working style."))
-    def read_self_concept() -> CallToolResult:
+    def read_self_concept() -> Annotated[CallToolResult, SelfConceptOut]:
         def body() -> CallToolResult:
             rows = mem.self_concept()
             lines = [f"{s['facet']} (v{s['version']}): {s['content']}" for s in rows]
@@ -434,10 +492,11 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         "Create or replace one self-concept facet (fact, terrain or reflection). Call when a "
         "lasting insight about yourself emerges (e.g. after a DREAM comb)."))
     def update_self_concept(
-        facet: Annotated[Literal["fact", "terrain", "reflection"], Field()],
+        facet: Annotated[Literal["fact", "terrain", "reflection"], Field(
+            description="Which facet: fact, terrain or reflection.")],
         content: Annotated[str, Field(description="The whole new facet text.")],
-        expected_version: Annotated[int | None, Field(ge=0)] = None,
-    ) -> CallToolResult:
+        expected_version: Version = None,
+    ) -> Annotated[CallToolResult, ProfileOut]:
         def body() -> CallToolResult:
             res = mem.update_self_concept(facet, content, expected_version=expected_version)
             return _ok(res, f"self-concept/{facet} is now v{res['version']}")
@@ -450,12 +509,13 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         "and applied in one transaction; invalid answers change nothing. Use dry_run to "
         "see the diff first."))
     def apply_dream(
-        layer: Annotated[Literal["solidify", "comb", "wander", "dream"], Field()],
+        layer: Annotated[Literal["solidify", "comb", "wander", "dream"], Field(
+            description="The DREAM layer whose prompt you answered.")],
         answer: Annotated[str, Field(description="Your JSON answer, exactly as the prompt "
                                                  "asks for it.")],
         project: Project = None,
         dry_run: Annotated[bool, Field(description="Show the changes; apply nothing.")] = False,
-    ) -> CallToolResult:
+    ) -> Annotated[CallToolResult, ApplyDreamOut]:
         def body() -> CallToolResult:
             res = mem.apply_dream(layer, answer, scope=write_scope(project), dry_run=dry_run)
             return _ok(res, _json_text(res))

@@ -235,12 +235,9 @@ class _ExactStore:
         return self.mat[rows]
 
     def payload(self) -> Iterator[memoryview]:
-        if self.n == 0:  # an empty space (its rows' vectors pending): cast refuses a 0 shape
-            yield memoryview(b"")
-            yield memoryview(b"")
-            return
-        yield np.ascontiguousarray(self.keys[: self.n]).data.cast("B")
-        yield np.ascontiguousarray(self.mat[: self.n]).data.cast("B")
+        # Bytes through a flat uint8 view: memoryview.cast refuses an empty (n = 0) matrix.
+        yield np.ascontiguousarray(self.keys[: self.n]).reshape(-1).view(np.uint8).data
+        yield np.ascontiguousarray(self.mat[: self.n]).reshape(-1).view(np.uint8).data
 
     @classmethod
     def from_buffer(cls, buf: memoryview, dim: int, count: int) -> _ExactStore:

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tideline.errors import InvalidInput
+from tideline.write.validate import clean_flag, clean_int, clean_number
 
 if TYPE_CHECKING:
     from tideline.config import Config
@@ -53,6 +54,13 @@ class SleepMixin:
         """
         from tideline.sleep.orchestrate import run_sleep
 
+        if only is not None and not isinstance(only, str):
+            raise InvalidInput(f"only must name a step, got {type(only).__name__}")
+        force = clean_flag(force, "force")
+        if progress is not None and not callable(progress):
+            raise InvalidInput("progress must be callable")
+        if wait_s is not None:
+            wait_s = clean_number(wait_s, "wait_s", lo=0.0, hi=86_400.0)
         return run_sleep(self, only=only, force=force, progress=progress,  # type: ignore[arg-type]
                          wait_s=wait_s)
 
@@ -77,9 +85,9 @@ class SleepMixin:
         from tideline.sleep.attention import heatmap
         from tideline.store.consolidation import ConsolidationStore
 
-        if not 1 <= days <= 3650 or not 1 <= top <= 1000:
-            raise InvalidInput("days must be 1–3650 and top 1–1000")
-        scopes = None if all_scopes else self._sleep_scopes(scope)
+        days = clean_int(days, "days", lo=1, hi=3650)
+        top = clean_int(top, "top", lo=1, hi=1000)
+        scopes = None if clean_flag(all_scopes, "all_scopes") else self._sleep_scopes(scope)
         return heatmap(ConsolidationStore(self.store), scopes=scopes, days=days, top=top)
 
     def scan_unindexed(
@@ -103,11 +111,11 @@ class SleepMixin:
         from tideline.sleep.scan import scan_unindexed
 
         t = self.config.sleep
-        gap = t.scan_gap_minutes if gap_minutes is None else int(gap_minutes)
-        turns = t.scan_max_turns if max_turns is None else int(max_turns)
-        if gap < 1 or not 1 <= turns <= self.config.caps.batch:
-            raise InvalidInput(f"gap_minutes must be ≥ 1 and max_turns 1–{self.config.caps.batch}")
-        scopes = None if all_scopes else self._sleep_scopes(scope)
+        gap = t.scan_gap_minutes if gap_minutes is None else clean_int(
+            gap_minutes, "gap_minutes", lo=1, hi=10**9)
+        turns = t.scan_max_turns if max_turns is None else clean_int(
+            max_turns, "max_turns", lo=1, hi=self.config.caps.batch)
+        scopes = None if clean_flag(all_scopes, "all_scopes") else self._sleep_scopes(scope)
         return scan_unindexed(self.store, gap_minutes=gap, max_turns=turns, scopes=scopes)
 
     def topics(self, *, scope: str | None = None, limit: int = 25,
@@ -119,9 +127,8 @@ class SleepMixin:
         """
         from tideline.store.consolidation import ConsolidationStore
 
-        if not 1 <= limit <= 1000:
-            raise InvalidInput("limit must be 1–1000")
-        scopes = None if all_scopes else self._sleep_scopes(scope)
+        limit = clean_int(limit, "limit", lo=1, hi=1000)
+        scopes = None if clean_flag(all_scopes, "all_scopes") else self._sleep_scopes(scope)
         return ConsolidationStore(self.store).topics(scopes, limit)
 
     def entity_graph(self, *, limit: int = 100) -> dict[str, list[dict[str, Any]]]:
@@ -132,9 +139,8 @@ class SleepMixin:
         """
         from tideline.store.consolidation import ConsolidationStore
 
-        if not 1 <= limit <= 10_000:
-            raise InvalidInput("limit must be 1–10000")
-        return ConsolidationStore(self.store).entity_graph(limit)
+        return ConsolidationStore(self.store).entity_graph(
+            clean_int(limit, "limit", lo=1, hi=10_000))
 
     def report(self, *, days: int = 30) -> dict[str, Any]:
         """How the memory behaves over time: growth, gate, recall, dynamics, sleeps, hooks.
@@ -150,8 +156,7 @@ class SleepMixin:
         """
         from tideline.report.build import build_report
 
-        if not 1 <= days <= 3650:
-            raise InvalidInput("days must be 1–3650")
+        days = clean_int(days, "days", lo=1, hi=3650)
         return build_report(self, days=days)  # type: ignore[arg-type]
 
     def _sleep_scopes(self, scope: str | None) -> list[str]:

@@ -19,6 +19,7 @@ from tideline.errors import NotFound, StoreCorrupt, from_sqlite
 from tideline.secrets import redact_json
 from tideline.store.connection import Database
 from tideline.store.view import placeholders as _ph
+from tideline.times import clamped_time, stored_time
 
 __all__ = ["AgentReader", "read_hermes_sessions"]
 
@@ -36,14 +37,14 @@ def _memory(row: Sequence[Any]) -> dict[str, Any]:
                      + ([f"Direction: {direction}"] if direction else []))
     return {"id": row[0], "scope": row[1], "kind": row[2], "gesture": gesture, "text": text,
             "tags": json.loads(row[6] or "[]"), "weight": float(row[7]), "status": row[8],
-            "event_time": row[9], "recorded_at": row[10],
+            "event_time": stored_time(row[9]), "recorded_at": clamped_time(row[10]),
             "source_links": json.loads(row[11] or "[]")}
 
 
 def _turn(row: Sequence[Any]) -> dict[str, Any]:
     return {"id": row[0], "session": row[1], "turn_index": row[2], "speaker": row[3],
-            "role": row[4], "text": row[5], "timestamp": row[6], "source": row[7],
-            "message_id": row[8], "scope": row[9], "recorded_at": row[10]}
+            "role": row[4], "text": row[5], "timestamp": stored_time(row[6]), "source": row[7],
+            "message_id": row[8], "scope": row[9], "recorded_at": clamped_time(row[10])}
 
 
 class AgentReader:
@@ -151,7 +152,7 @@ class AgentReader:
                 (ns, *scopes, excl)).fetchone()[0]
             if newest is None:
                 return None
-            start = float(newest) - window_s
+            start = clamped_time(newest) - window_s
             sessions = c.execute(
                 f"SELECT session, max(coalesce(ts, recorded_at)) AS last FROM turns "  # noqa: S608
                 f"WHERE namespace = ? AND scope IN ({_ph(len(scopes))}) AND session != ? "

@@ -1,7 +1,9 @@
 """``doctor``: integrity, FTS integrity, foreign keys, row-count parity — and repair.
 
 Only derived data is ever repaired (full-text rows, vectors of rows that lack one,
-ANN index files); rows themselves are never touched.
+ANN index files), with one exception: a time that is not a real instant (a row
+written before times were range-checked) is made unknown or clamped, its old
+value kept in the journal (:mod:`tideline.store.bad_times`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tideline.embed.base import Embedder
-from tideline.store import lexical
+from tideline.store import bad_times, lexical
 from tideline.store.presence import restore_hint
 from tideline.store.sqlite import (
     TURN_EMBED_SQL,
@@ -48,6 +50,11 @@ def run(
     found = _problems(checks, embedder)
     repaired: list[str] = []
     if repair:
+        if any(p.startswith("times:") for p in found):
+            with store.db.write() as c:
+                fixed = bad_times.repair(c)
+                store.log_event(c, "doctor_times", fixed)
+            repaired.append(f"times:{fixed['rows']}")
         tables = _fts_to_rebuild(found)
         if tables:
             repaired.extend(_rebuild_fts(store, tables))
@@ -94,6 +101,7 @@ def _checks(store: SQLiteStore) -> dict[str, Any]:
                 fts_ok[table] = False
         checks["fts_integrity"] = fts_ok
         checks["parity"] = _parity(c)
+        checks["times"] = bad_times.count(c)
     return checks
 
 
@@ -166,6 +174,7 @@ def _problems(checks: dict[str, Any], embedder: Embedder) -> list[str]:
         out.append("parity:vectors")
     if p["orphan_vectors"]:
         out.append("parity:vectors_orphans")
+    out.extend(f"times:{col}" for col, n in checks.get("times", {}).items() if n)
     return out
 
 

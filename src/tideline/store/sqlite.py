@@ -23,6 +23,7 @@ from tideline.secrets import redact_json
 from tideline.store import lexical
 from tideline.store.connection import Database
 from tideline.store.view import placeholders
+from tideline.times import clamped_time, stored_time
 
 if TYPE_CHECKING:
     from tideline.store.dump import SQLiteLoader, SQLiteSnapshot
@@ -67,8 +68,9 @@ def memory_from_row(row: Sequence[Any]) -> MemoryRecord:
         related_entities=_jtuple(row[8]), source_links=_jtuple(row[9]),
         importance=row[10], emotional=row[11], recurrence=row[12], unresolved=row[13],
         weight=row[14], strength=row[15], stability=row[16], reinforcements=row[17],
-        last_access=row[18], status=row[19], version=row[20], supersedes=row[21],
-        event_time=row[22], recorded_at=row[23], updated_at=row[24],
+        last_access=clamped_time(row[18]), status=row[19], version=row[20],
+        supersedes=row[21], event_time=stored_time(row[22]),
+        recorded_at=clamped_time(row[23]), updated_at=clamped_time(row[24]),
     )
 
 
@@ -76,7 +78,8 @@ def turn_from_row(row: Sequence[Any]) -> Turn:
     """Build a turn from a row selected with ``_TURN_COLUMNS``."""
     return Turn(
         id=row[0], session=row[1], turn_index=row[2], speaker=row[3], role=row[4], text=row[5],
-        timestamp=row[6], source=row[7], message_id=row[8], scope=row[9], recorded_at=row[10],
+        timestamp=stored_time(row[6]), source=row[7], message_id=row[8], scope=row[9],
+        recorded_at=clamped_time(row[10]),
     )
 
 
