@@ -157,7 +157,7 @@ def _poison(mem: Memory) -> None:
 
 
 def _seed(home: Path) -> None:
-    with Memory.open(home, embedder=hashing()) as mem:
+    with Memory.open(home, embedder=hashing(), project="global") as mem:
         mem.remember("the orchard exports run nightly at 02:00 via cron")
         mem.remember("the orchard dashboard shows export failures in red")
         mem.remember("orchard export retries are capped at three")
@@ -175,7 +175,7 @@ def test_a_store_with_impossible_times_opens_and_every_read_answers(tmp_path: Pa
     """Issue 9.1: one `1e20` made recall, MCP recall, the prompt hook and `scan` fail."""
     home = tmp_path / "s"
     _seed(home)
-    with Memory.open(home, embedder=hashing()) as mem:
+    with Memory.open(home, embedder=hashing(), project="global") as mem:
         packet = mem.recall("orchard exports", limit=10)
         assert {i.id for i in packet.items if i.type == "memory"} == {1, 2, 3}
         assert all(i.event_time is None for i in packet.items)
@@ -212,7 +212,7 @@ def test_doctor_reports_impossible_times_and_repair_fixes_them(tmp_path: Path) -
     """Issue 9.1: `doctor` said ok over a `1e20` event time; now it reports and repairs it."""
     home = tmp_path / "s"
     _seed(home)
-    with Memory.open(home, embedder=hashing()) as mem:
+    with Memory.open(home, embedder=hashing(), project="global") as mem:
         report = mem.doctor()
         assert not report["ok"]
         assert report["checks"]["times"] == {

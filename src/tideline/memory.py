@@ -707,16 +707,18 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             UnsafePath: the target or one of its parents is a symlink.
             InvalidInput: unknown format, or the target cannot be written.
         """
-        namespace = None if all_namespaces else self.config.namespace
+        target = _one_path(path, "path")
+        namespace = None if clean_flag(all_namespaces, "all_namespaces") else self.config.namespace
+        vectors = clean_flag(vectors, "vectors")
         if format == "jsonl":
             from tideline.archive.exchange import export_archive
 
-            return export_archive(self.store, Path(path), namespace=namespace, vectors=vectors)
+            return export_archive(self.store, target, namespace=namespace, vectors=vectors)
         if format == "markdown":
             from tideline.archive.markdown import export_markdown
 
-            return export_markdown(self.store, Path(path), namespace=namespace)
-        raise InvalidInput(f"export format must be jsonl or markdown, got {format!r}")
+            return export_markdown(self.store, target, namespace=namespace)
+        raise InvalidInput(f"export format must be jsonl or markdown, got {format!r:.80}")
 
     def import_archive(self, path: str | Path, *, reembed: bool = False,
                        progress: Progress | None = None) -> dict[str, Any]:
@@ -738,7 +740,10 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         """
         from tideline.archive.exchange import import_archive
 
-        return import_archive(self.store, self.embedder, Path(path), reembed=reembed,
+        source = _one_path(path, "path")
+        reembed = clean_flag(reembed, "reembed")
+        clean_callback(progress)
+        return import_archive(self.store, self.embedder, source, reembed=reembed,
                               progress=progress)
 
     def migrate(self, to: str | Path, *, progress: Progress | None = None) -> dict[str, Any]:
@@ -751,5 +756,20 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         """
         from tideline.archive.exchange import migrate_store
 
-        return migrate_store(self, str(to), progress=progress)
+        target = to if isinstance(to, str) and "://" in to else _one_path(to, "to")
+        clean_callback(progress)
+        return migrate_store(self, str(target), progress=progress)
 
+
+def _one_path(value: object, field: str) -> Path:
+    """Exactly one file or directory argument.
+
+    Raises:
+        InvalidInput: not one path (a list, an empty or NUL-holding text, another type).
+    """
+    if isinstance(value, list | tuple):
+        raise InvalidInput(f"{field} must be one file path")
+    paths = clean_paths(value, field)
+    if not paths:
+        raise InvalidInput(f"{field} must be one file path")
+    return Path(paths[0])

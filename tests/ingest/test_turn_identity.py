@@ -92,13 +92,13 @@ def test_a_resumed_import_places_turns_contiguously(mem: Memory, tmp_path: Path)
 
 
 def test_an_explicit_turn_index_is_checked_then_ignored(mem: Memory) -> None:
-    """The store places every turn; a given turn_index (even 2**63) never collides or
-    overflows, and a malformed one is refused."""
-    res = mem.add_turns([{"session": "s", "text": "a", "turn_index": 2**63},
+    """The store places every turn; a given turn_index (even 2**63 - 1) never collides or
+    overflows, and a malformed or out-of-range one (2**63 raised OverflowError) is refused."""
+    res = mem.add_turns([{"session": "s", "text": "a", "turn_index": 2**63 - 1},
                          {"session": "s", "text": "b", "turn_index": 0}])
     assert res.inserted == 2
     assert [(p[0], p[2]) for p in _places(mem, "s")] == [(0, "a"), (1, "b")]
-    for bad in (-1, 1.5, True, "3"):
+    for bad in (-1, 1.5, True, "3", 2**63):
         with pytest.raises(InvalidInput, match="turn_index"):
             mem.add_turns([{"session": "s", "text": "c", "turn_index": bad}])
     assert _count(mem) == 2

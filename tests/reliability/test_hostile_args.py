@@ -69,6 +69,8 @@ VALID: dict[str, Any] = {
     "wait_s": 0.0, "layers": None, "provider": None, "model": None, "url": None,
     "command": None, "embedder": "hashing", "info": ProjectInfo("atlas", "explicit", "atlas"),
     "home": None, "namespace": None, "config": None,
+    "all_namespaces": False, "format": "jsonl", "vectors": True, "reembed": False,
+    "batch": 100, "to": "migrated",
 }
 # Methods the drive table does not call: none. `close` and `open` are called too.
 SKIP_PARAMS = {"self"}

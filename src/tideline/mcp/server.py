@@ -155,7 +155,7 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
     from tideline import __version__
 
     server: MCPServer[Any] = CodedServer(
-        name, title="Tideline memory", version=__version__, 
+        name, title="Tideline memory", version=__version__,
         instructions=instructions_for(mem.config.agent_name),
         description="Long-term memory for agents: narratives, raw texture, hybrid recall.",
         log_level="WARNING",
