@@ -30,12 +30,21 @@ lint: $(VENV)/.stamp-dev
 # takes most of an hour on two cores; later runs measure the queries only.
 BENCH_STORES ?= .bench-stores
 
-bench: $(VENV)/.stamp-base
+$(VENV)/.stamp-bench: pyproject.toml $(VENV)/.stamp-base
+	$(PY) -m pip install -q -e '.[bench]'
+	touch $@
+
+# The LoCoMo split is CC BY-NC and lives beside the project, never in it.
+LOCOMO ?= ../shared/bench/locomo-dev
+
+bench: $(VENV)/.stamp-bench
 	$(PY) -m tideline.bench real
 	$(PY) -m tideline.bench conversation
 	$(PY) -m tideline.bench recall --sizes 10000,100000 --keep $(BENCH_STORES)
 	$(PY) -m tideline.bench multihop
 	$(PY) -m tideline.bench sleep --n 100000
+	if [ -f $(LOCOMO)/turns.jsonl ]; then $(PY) -m tideline.bench locomo --data $(LOCOMO) \
+		--import-n 200; fi
 
 stress: $(VENV)/.stamp-dev
 	$(PY) -m pytest -q -m stress

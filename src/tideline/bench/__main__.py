@@ -5,7 +5,8 @@ from __future__ import annotations
 import importlib
 import sys
 
-NAMES = ("recall", "real", "calibrate", "multihop", "sleep", "answerability", "conversation")
+NAMES = ("recall", "real", "calibrate", "multihop", "sleep", "answerability", "conversation",
+         "locomo")
 
 
 def main() -> None:
