@@ -72,10 +72,13 @@ class RecallTuning:
     # The turns next to the best neighbour_hits turn hits come in with neighbour_factor
     # of the hit's score (the reply to a question, the sentence after "guess what").
     neighbour_hits: int = 10
-    neighbour_factor: float = 0.6
+    neighbour_factor: float = 0.75
     # Hubness: a turn nearer than usual to its space's centroid (generic chat: "haha",
     # "ok!") has its similarity lowered by turn_hubness times the excess when ranking.
     turn_hubness: float = 0.5
+    # A query naming some of a scope's speakers (or known_persons; short forms resolved:
+    # "Mel" is Melanie) adds speaker_boost to the turns they spoke.
+    speaker_boost: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -184,6 +187,8 @@ class Config:
         busy_timeout_ms: SQLite busy timeout per attempt.
         busy_retries: bounded retries (with jitter) after the timeout.
         backups_keep: backups kept by sleep (0 disables).
+        known_persons: people recall resolves names and short forms to, beside the
+            speakers of stored turns (``TIDELINE_KNOWN_PERSONS``, comma-separated).
     """
 
     home: Path = field(default_factory=default_home)
@@ -194,6 +199,7 @@ class Config:
     busy_timeout_ms: int = 5_000
     busy_retries: int = 6
     backups_keep: int = 10
+    known_persons: tuple[str, ...] = ()
     caps: Caps = field(default_factory=Caps)
     recall: RecallTuning = field(default_factory=RecallTuning)
     dynamics: Dynamics = field(default_factory=Dynamics)
@@ -224,6 +230,9 @@ class Config:
             values["embed_model"] = env["TIDELINE_EMBED_MODEL"]
         if env.get("TIDELINE_BACKUPS_KEEP"):
             values["backups_keep"] = _int(env["TIDELINE_BACKUPS_KEEP"], "TIDELINE_BACKUPS_KEEP")
+        if env.get("TIDELINE_KNOWN_PERSONS"):
+            values["known_persons"] = tuple(
+                p.strip() for p in env["TIDELINE_KNOWN_PERSONS"].split(",") if p.strip())
         known = {f.name for f in dataclasses.fields(cls)}
         for key, value in overrides.items():
             if key not in known:

@@ -13,11 +13,14 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from tideline.config import Caps
 from tideline.embed.base import Embedder
 from tideline.errors import InvalidInput
 from tideline.models import ImportResult, Turn
-from tideline.store.sqlite import SQLiteStore, turn_embed_text
+from tideline.store.sqlite import SQLiteStore, turn_index_text
+from tideline.store.turn_embedding import embed_turns
 from tideline.write.validate import clean_name, clean_text, parse_time
 
 __all__ = ["prepare_turns", "store_turns"]
@@ -94,15 +97,16 @@ def store_turns(
     inserted: list[int] = []
     total = len(fresh)
     by_position = {(t.session, t.turn_index): t for t in turns}
+    known: dict[str, np.ndarray] = {}  # the previous chunk's own vectors
     for start in range(0, total, EMBED_BATCH):
         chunk = fresh[start:start + EMBED_BATCH]
-        texts = []
+        own, previous = [], []
         for t in chunk:
             prev = by_position.get((t.session, t.turn_index - 1)) or store.previous_turn(
                 t.session, t.turn_index)
-            texts.append(turn_embed_text(t.speaker, t.text, prev.speaker if prev else None,
-                                         prev.text if prev else None))
-        vectors = embedder.embed_passages(texts)
+            own.append(turn_index_text(t.speaker, t.text))
+            previous.append(turn_index_text(prev.speaker, prev.text) if prev else None)
+        vectors = embed_turns(embedder, own, previous, known=known)
         with store.db.write() as c:
             for turn, vec in zip(chunk, vectors, strict=True):
                 tid = store.insert_turn(c, turn, vec)

@@ -15,6 +15,7 @@ from tideline.store import lexical
 from tideline.store.sqlite import (
     TURN_EMBED_SQL,
     SQLiteStore,
+    embed_jobs,
     embedding_jobs,
     memory_from_row,
     memory_index_text,
@@ -152,9 +153,9 @@ def _embed_missing(
     jobs = embedding_jobs(mem_rows, turn_rows)
     for start in range(0, len(jobs), 64):
         chunk = jobs[start:start + 64]
-        vecs = embedder.embed_passages([j[2] for j in chunk])
+        vecs = embed_jobs(embedder, chunk)
         with store.db.write() as c:
-            for (space, key, _), v in zip(chunk, vecs, strict=True):
+            for (space, key, _, _), v in zip(chunk, vecs, strict=True):
                 store._put_vector(c, space, key, v)
         if progress:
             progress(min(start + 64, len(jobs)), len(jobs))
