@@ -71,7 +71,7 @@ class RecallTuning:
     when_turns: int = 400
     # The turns next to the best neighbour_hits turn hits come in with neighbour_factor
     # of the hit's score (the reply to a question, the sentence after "guess what").
-    neighbour_hits: int = 10
+    neighbour_hits: int = 20
     neighbour_factor: float = 0.75
     # Hubness: a turn nearer than usual to its space's centroid (generic chat: "haha",
     # "ok!") has its similarity lowered by turn_hubness times the excess when ranking.
