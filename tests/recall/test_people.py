@@ -12,8 +12,6 @@ from tideline import Memory
 from tideline.config import Config
 from tideline.recall.people import SpeakerDirectory, named_people
 
-PEOPLE = ["Melanie", "Caroline", "Mel Gibson Fanclub", "Jon"]
-
 
 def test_full_names_possessives_and_short_forms_resolve() -> None:
     assert named_people("What activities does Melanie do?", ["Melanie", "Caroline"]) == {
