@@ -55,6 +55,9 @@ lint: $(VENV)/.stamp-dev
 # takes most of an hour on two cores; later runs measure the queries only.
 BENCH_STORES ?= .bench-stores
 
+# The LoCoMo split is CC BY-NC and lives beside the project, never in it.
+LOCOMO ?= ../shared/bench/locomo-dev
+
 bench: $(VENV)/.stamp-bench
 	$(PY) -m tideline.bench real
 	$(PY) -m tideline.bench conversation
@@ -63,6 +66,8 @@ bench: $(VENV)/.stamp-bench
 	$(PY) -m tideline.bench sleep --n 100000
 	$(PY) -m tideline.bench hooks --runs 10
 	$(PY) -m tideline.bench secrets
+	if [ -f $(LOCOMO)/turns.jsonl ]; then $(PY) -m tideline.bench locomo --data $(LOCOMO) \
+		--import-n 200; fi
 
 stress: $(VENV)/.stamp-dev
 	$(PY) -m pytest -q -m stress

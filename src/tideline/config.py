@@ -76,11 +76,14 @@ class RecallTuning:
     when_turns: int = 400
     # The turns next to the best neighbour_hits turn hits come in with neighbour_factor
     # of the hit's score (the reply to a question, the sentence after "guess what").
-    neighbour_hits: int = 10
-    neighbour_factor: float = 0.6
+    neighbour_hits: int = 20
+    neighbour_factor: float = 0.75
     # Hubness: a turn nearer than usual to its space's centroid (generic chat: "haha",
     # "ok!") has its similarity lowered by turn_hubness times the excess when ranking.
     turn_hubness: float = 0.5
+    # A query naming some of a scope's speakers (or known_persons; short forms resolved:
+    # "Mel" is Melanie) adds speaker_boost to the turns they spoke.
+    speaker_boost: float = 0.1
 
 
 @dataclass(frozen=True)
@@ -200,6 +203,8 @@ class Config:
         agent_name: whose memory this is, shown in the MCP tool descriptions, the
             session brief and the Hermes tools ("" names no one). The Tideline seed
             calls it ``AGENT_NAME``; here ``$TIDELINE_AGENT_NAME``.
+        known_persons: people recall resolves names and short forms to, beside the
+            speakers of stored turns (``TIDELINE_KNOWN_PERSONS``, comma-separated).
     """
 
     home: Path = field(default_factory=default_home)
@@ -216,6 +221,7 @@ class Config:
     embed_cooldown_s: float = 30.0
     """After an embedder failure, recall and writes skip it for this long (full text
     meanwhile), so a down endpoint costs one timeout per interval, not one per call."""
+    known_persons: tuple[str, ...] = ()
     caps: Caps = field(default_factory=Caps)
     recall: RecallTuning = field(default_factory=RecallTuning)
     dynamics: Dynamics = field(default_factory=Dynamics)
@@ -253,6 +259,9 @@ class Config:
                                                     "TIDELINE_WRITE_RETRY_WINDOW_S")
         if env.get("TIDELINE_AGENT_NAME"):
             values["agent_name"] = env["TIDELINE_AGENT_NAME"]
+        if env.get("TIDELINE_KNOWN_PERSONS"):
+            values["known_persons"] = tuple(
+                p.strip() for p in env["TIDELINE_KNOWN_PERSONS"].split(",") if p.strip())
         known = {f.name for f in dataclasses.fields(cls)}
         for key, value in overrides.items():
             if key not in known:

@@ -107,12 +107,14 @@ def archive_digest(store: ArchiveStore, namespace: str | None = None) -> str:
     return digest
 
 
-def _embed(embedder: Embedder, jobs: list[tuple[str, int, str]],
+def _embed(embedder: Embedder, jobs: list[tuple[str, int, str, str | None]],
            progress: Progress | None) -> list[Any]:
+    from tideline.store.turn_embedding import embed_jobs
+
     out: list[Any] = []
     for start in range(0, len(jobs), _EMBED_BATCH):
         chunk = jobs[start:start + _EMBED_BATCH]
-        out.extend(embedder.embed_passages([j[2] for j in chunk]))
+        out.extend(embed_jobs(embedder, chunk))
         if progress:
             progress(min(start + _EMBED_BATCH, len(jobs)), len(jobs))
     return out
@@ -168,7 +170,7 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
         seen = snap.meta(key)
     if seen is not None:
         return base | {"already_imported": True, "inserted": {}, "skipped": {}}
-    jobs: list[tuple[str, int, str]] = []
+    jobs: list[tuple[str, int, str, str | None]] = []
     vecs: list[Any] = []
     if embed_here:
         jobs = archive_embedding_jobs(reader.collected.get("memories", ()),
@@ -183,7 +185,7 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
             if table not in skip:
                 loader.add(table, row)
         embedded = 0
-        for (space, k, _), v in zip(jobs, vecs, strict=True):
+        for (space, k, _, _), v in zip(jobs, vecs, strict=True):
             if loader.is_new(space, k):
                 loader.put_vector(space, k, v)
                 embedded += 1

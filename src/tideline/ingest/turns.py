@@ -29,11 +29,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from tideline.config import Caps
 from tideline.embed.base import Embedder, Vectors
 from tideline.errors import InvalidInput
 from tideline.models import ImportResult, Turn, derived_turn_id
-from tideline.store.sqlite import SQLiteStore, turn_embed_text
+from tideline.store.sqlite import SQLiteStore, turn_index_text
+from tideline.store.turn_embedding import embed_turns
 from tideline.write.validate import INT64_MAX, clean_name, clean_text, parse_time
 
 __all__ = ["Occurrences", "prepare_turns", "store_turns"]
@@ -156,18 +159,19 @@ def store_turns(
     inserted: list[int] = []
     total = len(fresh)
     by_position = {(t.session, t.turn_index): t for t in turns}
+    known: dict[str, np.ndarray] = {}  # the previous chunk's own vectors
     for part_start in range(0, total, max(1, txn_turns)):
         part = fresh[part_start:part_start + max(1, txn_turns)]
         vectors: list[Any] = []
         for start in range(0, len(part), EMBED_BATCH):
             chunk = part[start:start + EMBED_BATCH]
-            texts = []
+            own, previous = [], []
             for t in chunk:
                 prev = by_position.get((t.session, t.turn_index - 1)) or store.previous_turn(
                     t.session, t.turn_index)
-                texts.append(turn_embed_text(t.speaker, t.text, prev.speaker if prev else None,
-                                             prev.text if prev else None))
-            got = (embed or embedder.embed_passages)(texts)
+                own.append(turn_index_text(t.speaker, t.text))
+                previous.append(turn_index_text(prev.speaker, prev.text) if prev else None)
+            got = embed_turns(embedder, own, previous, known=known, passages=embed)
             vectors.extend(got if got is not None else [None] * len(chunk))
             if progress is not None:
                 progress(part_start + start + len(chunk), total)

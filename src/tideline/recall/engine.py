@@ -35,6 +35,7 @@ from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
 from tideline.models import MemoryRecord, RecallItem, RecallPacket, Turn, iso
 from tideline.recall import when
+from tideline.recall.people import SpeakerDirectory, named_people
 from tideline.recall.routing import ClusterRouter
 from tideline.recall.vectors import VectorSpaces
 from tideline.store import lexical
@@ -72,6 +73,7 @@ class RecallEngine:
         self.vectors = vectors
         self.config = config
         self._router = ClusterRouter(store, embedder.dim, config.sleep)
+        self._people = SpeakerDirectory(store)
 
     def recall(
         self,
@@ -171,6 +173,7 @@ class RecallEngine:
             self._route(qv, cands, memories, scopes, kind, since, until, now)
         if turns:
             self._turn_neighbours(qv, cands, turns, scopes, since, until)
+            self._favour_named(query, cands, turns, scopes)
         ranked = sorted(cands.values(), key=lambda c: -c.score)
         ranked = [c for c in ranked if c.similarity >= profile.floor or c.keyword > 0
                   or c.source == "graph" or (c.type, c.key) in dated]
@@ -300,6 +303,27 @@ class RecallEngine:
                         score=score)
                 elif known.score < score:
                     known.score = score
+
+    def _favour_named(
+        self, query: str, cands: dict[tuple[str, int], Candidate], turns: dict[int, Turn],
+        scopes: Sequence[str],
+    ) -> None:
+        """Add ``speaker_boost`` to the turns of the people the query names.
+
+        Only when it names some but not all of the scopes' speakers: "What does
+        Melanie do to destress?" is answered by Melanie's turns; "What do Jon and Gina
+        have in common?" favours no one.
+        """
+        boost = self.config.recall.speaker_boost
+        if boost <= 0:
+            return
+        speakers = self._people.people(scopes)
+        named = named_people(query, speakers | set(self.config.known_persons))
+        if not named or not (speakers - named):
+            return
+        for cand in cands.values():
+            if cand.type == "turn" and turns[cand.key].speaker in named:
+                cand.score += boost
 
     def _turns_of_window(
         self, qv: np.ndarray, window: when.Window, scopes: Sequence[str], k: int,

@@ -23,6 +23,7 @@ from tideline.store.sqlite import (
     memory_index_text,
     turn_index_text,
 )
+from tideline.store.turn_embedding import embed_jobs
 
 if TYPE_CHECKING:
     from tideline.recall.vectors import VectorSpaces
@@ -244,9 +245,9 @@ def _embed_missing(
     jobs = embedding_jobs(mem_rows, turn_rows)
     for start in range(0, len(jobs), 64):
         chunk = jobs[start:start + 64]
-        vecs = embedder.embed_passages([j[2] for j in chunk])
+        vecs = embed_jobs(embedder, chunk)
         with store.db.write() as c:
-            for (space, key, _), v in zip(chunk, vecs, strict=True):
+            for (space, key, _, _), v in zip(chunk, vecs, strict=True):
                 store._put_vector(c, space, key, v)
         if progress:
             progress(min(start + 64, len(jobs)), len(jobs))

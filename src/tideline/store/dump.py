@@ -381,9 +381,9 @@ def load(store: SQLiteStore, dim: int) -> Iterator[SQLiteLoader]:
 
 def archive_embedding_jobs(
     memories: Iterable[Mapping[str, Any]], turns: Iterable[Mapping[str, Any]]
-) -> list[tuple[str, int, str]]:
-    """(space, key, text) to embed for archived memory and turn rows: the texts a store
-    embeds for them itself, each turn preceded by the turn before it in its session.
+) -> list[tuple[str, int, str, str | None]]:
+    """(space, key, text, previous turn's text) to embed for archived memory and turn rows:
+    the texts a store embeds for them itself, each turn leaning on the turn before it.
 
     Raises:
         ArchiveInvalid: a row lacks a column the texts are made of.

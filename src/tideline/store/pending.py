@@ -72,11 +72,11 @@ def fill(
     filled = 0
     for start in range(0, len(todo), BATCH):
         chunk = todo[start:start + BATCH]
-        vectors = embed([j[2] for j in chunk])
+        vectors = _vectors(embed, chunk)
         if vectors is None:
             break
         with store.db.write() as c:
-            for (space, key, _), vector in zip(chunk, vectors, strict=True):
+            for (space, key, _, _), vector in zip(chunk, vectors, strict=True):
                 table = "memories" if space.startswith("m:") else "turns"
                 # The row may have been forgotten (or re-embedded) since the read.
                 alive = c.execute(f"SELECT 1 FROM {table} WHERE id = ?", (key,)).fetchone()  # noqa: S608
@@ -96,3 +96,30 @@ def fill(
                 c.execute("DELETE FROM db_meta WHERE key = ?", (FLAG,))
         left = 0
     return {"filled": filled, "left": left}
+
+
+def _vectors(
+    embed: Callable[[Sequence[str]], Vectors | None],
+    chunk: Sequence[tuple[str, int, str, str | None]],
+) -> list[Any] | None:
+    """Vectors for a chunk of jobs, turns built as an import builds them; None when the
+    embedder is still unavailable."""
+    from tideline.store.turn_embedding import embed_turns
+
+    out: list[Any] = [None] * len(chunk)
+    mems = [i for i, j in enumerate(chunk) if j[0].startswith("m:")]
+    turns = [i for i, j in enumerate(chunk) if not j[0].startswith("m:")]
+    if mems:
+        got = embed([chunk[i][2] for i in mems])
+        if got is None:
+            return None
+        for i, v in zip(mems, got, strict=True):
+            out[i] = v
+    if turns:
+        lean = embed_turns(None, [chunk[i][2] for i in turns], [chunk[i][3] for i in turns],
+                           passages=embed)
+        if lean is None:
+            return None
+        for i, v in zip(turns, lean, strict=True):
+            out[i] = v
+    return out

@@ -19,6 +19,7 @@ from tideline.store.sqlite import (
     SQLiteStore,
     embedding_jobs,
 )
+from tideline.store.turn_embedding import embed_jobs
 
 __all__ = ["run"]
 
@@ -49,12 +50,12 @@ def run(
     total = len(jobs)
     for start in range(0, total, BATCH):
         chunk = jobs[start:start + BATCH]
-        vecs = new.embed_passages([j[2] for j in chunk])
+        vecs = embed_jobs(new, chunk)
         with store.db.write() as c:
             c.executemany(
                 "INSERT OR REPLACE INTO vectors_staging(space, key, v) VALUES (?,?,?)",
                 [(s, k, np.ascontiguousarray(v, dtype=np.float32).tobytes())
-                 for (s, k, _), v in zip(chunk, vecs, strict=True)],
+                 for (s, k, _, _), v in zip(chunk, vecs, strict=True)],
             )
         if progress:
             progress(min(start + BATCH, total), total)

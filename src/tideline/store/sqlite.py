@@ -28,6 +28,9 @@ from tideline.times import clamped_time, stored_time
 if TYPE_CHECKING:
     from tideline.store.dump import SQLiteLoader, SQLiteSnapshot
 
+if TYPE_CHECKING:
+    pass
+
 __all__ = ["SQLiteStore", "SpaceSource"]
 
 # Document frequencies at or above this many rows are cached (see document_frequencies).
@@ -95,19 +98,6 @@ def turn_index_text(speaker: str, text: str) -> str:
     return f"{speaker}: {text}"
 
 
-def turn_embed_text(speaker: str, text: str, prev_speaker: str | None = None,
-                    prev_text: str | None = None) -> str:
-    """What the embedder sees of a raw turn: the turn, preceded by the turn before it.
-
-    A reply such as "yes, last Tuesday" means little alone; with the question it
-    answers it becomes findable by meaning.
-    """
-    own = turn_index_text(speaker, text)
-    if not prev_text:
-        return own
-    return f"{turn_index_text(prev_speaker or '', prev_text[:600])}\n{own}"
-
-
 TURN_EMBED_SQL = (
     "SELECT t.id, t.namespace, t.scope, t.speaker, t.text, p.speaker, p.text FROM turns t "
     "LEFT JOIN turns p ON p.namespace = t.namespace AND p.session = t.session "
@@ -117,16 +107,20 @@ TURN_EMBED_SQL = (
 
 def embedding_jobs(
     memory_rows: Iterable[Sequence[Any]], turn_rows: Iterable[Sequence[Any]]
-) -> list[tuple[str, int, str]]:
-    """(space, key, text to embed) for memory rows (``_MEMORY_COLUMNS`` + namespace) and
-    turn rows (``TURN_EMBED_SQL``): what doctor and reembed both feed the embedder."""
-    jobs: list[tuple[str, int, str]] = []
+) -> list[tuple[str, int, str, str | None]]:
+    """(space, key, text to embed, previous turn's text) for memory rows
+    (``_MEMORY_COLUMNS`` + namespace) and turn rows (``TURN_EMBED_SQL``): what doctor and
+    reembed both feed :func:`~tideline.store.turn_embedding.embed_jobs`."""
+    jobs: list[tuple[str, int, str, str | None]] = []
     for row in memory_rows:
         rec = memory_from_row(row[:-1])
-        jobs.append((f"m:{row[-1]}:{rec.scope}", rec.id, rec.text))
-    jobs.extend((f"t:{ns}:{scope}", tid, turn_embed_text(sp, tx, psp, ptx))
+        jobs.append((f"m:{row[-1]}:{rec.scope}", rec.id, rec.text, None))
+    jobs.extend((f"t:{ns}:{scope}", tid, turn_index_text(sp, tx),
+                 turn_index_text(psp, ptx) if ptx else None)
                 for tid, ns, scope, sp, tx, psp, ptx in turn_rows)
     return jobs
+
+
 
 
 class SpaceSource:
@@ -689,6 +683,18 @@ class SQLiteStore:
                     t = turn_from_row(row)
                     out[t.id] = t
         return out
+
+    def speakers_since(self, after_id: int) -> tuple[int, list[tuple[str, str]]]:
+        """The newest turn id and the distinct (scope, speaker) pairs of turns after
+        ``after_id`` (turn ids only grow, so a caller can keep a running set)."""
+        with self.db.read() as c:
+            last = c.execute("SELECT max(id) FROM turns").fetchone()[0]
+            if last is None or int(last) <= after_id:
+                return after_id, []
+            rows = c.execute(
+                "SELECT DISTINCT scope, speaker FROM turns WHERE id > ? AND namespace = ?",
+                (after_id, self.namespace)).fetchall()
+        return int(last), [(str(a), str(b)) for a, b in rows]
 
     def neighbour_turns(self, hits: Sequence[Turn], radius: int = 1) -> list[Turn]:
         """The turns within ``radius`` places of each hit in its own session (hits included)."""
