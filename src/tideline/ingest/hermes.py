@@ -17,7 +17,6 @@ text) are recognised by the facade and not stored twice.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -54,23 +53,18 @@ def hermes_home() -> Path:
 
 
 def _read_export(path: Path) -> list[dict[str, Any]]:
+    from tideline.ingest.jsonl import iter_jsonl
+
     if path.stat().st_size > MAX_FILE_BYTES:
         from tideline.errors import InputTooLarge
 
         raise InputTooLarge(f"{path} is larger than {MAX_FILE_BYTES} bytes")
     out: list[dict[str, Any]] = []
-    with path.open("r", encoding="utf-8", errors="replace") as fh:
-        for number, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise InvalidInput(f"{path}:{number}: not JSON ({exc.msg})") from exc
-            if not isinstance(obj, dict) or not isinstance(obj.get("messages"), list):
-                raise InvalidInput(f"{path}:{number}: not a Hermes session export "
-                                   "(expected an object with a 'messages' list)")
-            out.append(obj)
+    for number, obj in iter_jsonl(path, line_bytes=MAX_FILE_BYTES):
+        if not isinstance(obj.get("messages"), list):
+            raise InvalidInput(f"{path}:{number}: not a Hermes session export "
+                               "(expected an object with a 'messages' list)")
+        out.append(obj)
     return out
 
 
