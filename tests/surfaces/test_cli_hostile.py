@@ -125,6 +125,7 @@ def test_hostile_cli_args_stress(cli_env: Path) -> None:
     ["import", "jsonl", "x" * 300],
     ["report", "--html", ""],
     ["doctor", "--repair"],
+    ["dream", "apply", "comb", "answer\x00.json", "--dry-run"],  # CI's run: ValueError, exit 70
 ])
 def test_what_the_stress_run_found_is_a_typed_error(cli_env: Path, args: list[str]) -> None:
     """Each of these exited 70 in the 5,000-run CLI stress fuzz."""

@@ -110,10 +110,11 @@ def dream_apply(
         try:
             with path.open(encoding="utf-8") as fh:
                 raw = fh.read(limit + 1)
-        except OSError as exc:
-            raise InvalidInput(f"cannot read {file}: {exc.strerror or exc}") from None
         except UnicodeDecodeError:
-            raise InvalidInput(f"{file} is not UTF-8 text") from None
+            raise InvalidInput(f"{file!r:.200} is not UTF-8 text") from None
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+            detail = getattr(exc, "strerror", None) or exc
+            raise InvalidInput(f"cannot read {file!r:.200}: {detail}") from None
     if len(raw) > limit:
         raise InputTooLarge(f"{file} is over {limit:,} characters")
     with opened(store, namespace, embedder) as mem:
