@@ -15,6 +15,7 @@ from typing import Any, Literal
 from tideline.times import iso
 
 __all__ = [
+    "LexicalQuery",
     "EDGE_TYPES",
     "ImportResult",
     "KINDS",
@@ -338,3 +339,26 @@ class ImportResult:
         out["turn_ids"] = list(self.turn_ids)
         out["batch_ids"] = list(self.batch_ids)
         return out
+
+
+@dataclass(frozen=True)
+class LexicalQuery:
+    """What a full-text search looks for, in words rather than in a backend's syntax.
+
+    The recall engine decides which terms matter (by their document frequencies); each
+    backend turns this into its own query language (FTS5 ``MATCH`` on SQLite, a
+    ``tsquery`` and ``pg_trgm`` on PostgreSQL) and never sees another's syntax.
+
+    Attributes:
+        text: the user's query, as typed.
+        drop: terms (casefolded, from :func:`tideline.store.lexical.query_terms`) left out
+            of the alternatives because they are too common to rank by alone.
+        together: terms searched together (ANDed) as one more alternative, so a row
+            holding all of a person's names and the topic is still found.
+        known: terms the word index holds; the substring search skips them.
+    """
+
+    text: str
+    drop: frozenset[str] = frozenset()
+    together: tuple[str, ...] = ()
+    known: frozenset[str] = frozenset()
