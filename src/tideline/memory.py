@@ -185,6 +185,15 @@ class Memory:
         """Persist derived indexes and close the database."""
         self._rt.close()
 
+    @property
+    def _agent(self) -> AgentReader:
+        from tideline.store.agent import AgentReader
+
+        return AgentReader(self.store.db, self.store.namespace)
+
+    def _self_model(self) -> SelfModel:
+        return SelfModel(self.store, self.config.caps)
+
     # -- write path -----------------------------------------------------------------------
 
     def remember(
@@ -678,15 +687,6 @@ class Memory:
         return migrate_store(self._rt, str(target), progress=progress)
 
     # -- self-model: profiles, self-concept, threads --------------------------------------
-
-    @property
-    def _agent(self) -> AgentReader:
-        from tideline.store.agent import AgentReader
-
-        return AgentReader(self.store.db, self.store.namespace)
-
-    def _self_model(self) -> SelfModel:
-        return SelfModel(self.store, self.config.caps)
 
     def profiles(self, entity: str | None = None) -> list[dict[str, Any]]:
         """Profile facets, of one entity or of all.
