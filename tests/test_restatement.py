@@ -60,11 +60,11 @@ def test_explicit_key_replays_for_good(mem: Memory) -> None:
 def test_window_is_measured_with_the_writers_clock(mem: Memory) -> None:
     start = 1_900_000_000.0
     window = mem.config.write_retry_window_s
-    mem._writer.clock = lambda: start
+    mem._rt.writer.clock = lambda: start
     first = mem.remember(TEXT)
-    mem._writer.clock = lambda: start + window - 1
+    mem._rt.writer.clock = lambda: start + window - 1
     assert mem.remember(TEXT).replayed
-    mem._writer.clock = lambda: start + window + 1
+    mem._rt.writer.clock = lambda: start + window + 1
     later = mem.remember(TEXT)
     assert not later.replayed and later.decision == "potentiate" and later.id == first.id
 
@@ -112,7 +112,7 @@ def test_replay_iff_within_the_window_of_the_last_counted_write(
         ids: dict[int, int] = {}
         for which, advance in ops:
             now += advance
-            mem._writer.clock = lambda t=now: t
+            mem._rt.writer.clock = lambda t=now: t
             res = mem.remember(TEXTS[which])
             expect_replay = which in last and now - last[which] <= window
             assert res.replayed == expect_replay

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from tideline.memory import ImportResult, Memory
     from tideline.models import MemoryRecord, RecallItem, RecallPacket, Turn, WriteResult
 
-__version__ = "0.1.0"
+from tideline._version import __version__
 
 _WHERE = {
     "Config": "tideline.config",

@@ -1,4 +1,10 @@
-"""The facade's self-model verbs: profiles, self-concept and threads."""
+"""The self-model: profiles per entity, self-concept and threads, with their input checks.
+
+The facade's verbs (``profiles``, ``update_profile``, …), the sleep step that writes
+entity profiles and the dream layers that read them all go through
+:class:`SelfModel`, so a profile written by sleep is checked exactly like one written
+through the API.
+"""
 
 from __future__ import annotations
 
@@ -9,21 +15,23 @@ from tideline.store.cognition import PROFILE_FACETS, SELF_FACETS, CognitionStore
 from tideline.write.validate import clean_id, clean_ids, clean_int, clean_name, clean_text
 
 if TYPE_CHECKING:
-    from tideline.config import Config
+    from tideline.config import Caps
     from tideline.store.sqlite import SQLiteStore
 
-__all__ = ["CognitionMixin"]
+__all__ = ["SelfModel"]
 
 
-class CognitionMixin:
-    """Profiles per entity (fact / impression / relationship), self-concept, threads."""
+class SelfModel:
+    """Profiles per entity (fact / impression / relationship), self-concept, threads.
 
-    store: SQLiteStore
-    config: Config
+    Args:
+        store: the store of the namespace.
+        caps: the size caps input is checked against.
+    """
 
-    @property
-    def _cognition(self) -> CognitionStore:
-        return CognitionStore(self.store)
+    def __init__(self, store: SQLiteStore, caps: Caps) -> None:
+        self.caps = caps
+        self._cognition = CognitionStore(store)
 
     def profiles(self, entity: str | None = None) -> list[dict[str, Any]]:
         """Profile facets, of one entity or of all.
@@ -32,7 +40,7 @@ class CognitionMixin:
             InvalidInput: a malformed entity name.
         """
         if entity is not None:
-            entity = clean_name(entity, "entity", self.config.caps)
+            entity = clean_name(entity, "entity", self.caps)
         return self._cognition.profiles(entity)
 
     def update_profile(self, entity: str, facet: str, content: str, *,
@@ -46,8 +54,8 @@ class CognitionMixin:
         if not isinstance(facet, str) or facet not in PROFILE_FACETS:
             raise InvalidInput(f"facet must be one of {', '.join(PROFILE_FACETS)}")
         return self._cognition.put_profile(
-            clean_name(entity, "entity", self.config.caps), facet,
-            clean_text(content, "content", self.config.caps.field_chars, required=True),
+            clean_name(entity, "entity", self.caps), facet,
+            clean_text(content, "content", self.caps.field_chars, required=True),
             _version(expected_version))
 
     def self_concept(self) -> list[dict[str, Any]]:
@@ -65,11 +73,15 @@ class CognitionMixin:
         if not isinstance(facet, str) or facet not in SELF_FACETS:
             raise InvalidInput(f"facet must be one of {', '.join(SELF_FACETS)}")
         return self._cognition.put_self_concept(
-            facet, clean_text(content, "content", self.config.caps.field_chars, required=True),
+            facet, clean_text(content, "content", self.caps.field_chars, required=True),
             _version(expected_version))
 
     def threads(self, status: str | None = "open") -> list[dict[str, Any]]:
-        """Open (or all, with ``status=None``) threads."""
+        """Open (or all, with ``status=None``) threads.
+
+        Raises:
+            InvalidInput: ``status`` is not open, closed or None.
+        """
         if status is not None and (not isinstance(status, str)
                                    or status not in ("open", "closed")):
             raise InvalidInput("status must be open, closed or None")
@@ -82,7 +94,7 @@ class CognitionMixin:
         Raises:
             InvalidInput: invalid title or ids.
         """
-        caps = self.config.caps
+        caps = self.caps
         return self._cognition.add_thread(
             clean_text(title, "title", caps.name_chars, required=True),
             clean_text(body, "body", caps.field_chars),

@@ -1,4 +1,11 @@
-"""The :class:`Memory` facade: the one object that the CLI, MCP server, hooks and plugins call."""
+"""The :class:`Memory` facade: the one object that the CLI, MCP server, hooks and plugins call.
+
+``Memory`` composes: it holds one :class:`~tideline.runtime.Runtime` (settings, store,
+embedder, vector spaces, write path, recall engine, project) and each verb checks its
+input and hands the runtime to the package that does the work — sleep, dream,
+injection, the importers, the report, revision, export. Nothing below imports this
+module; ``tests/test_architecture.py`` keeps it so.
+"""
 
 from __future__ import annotations
 
@@ -7,32 +14,23 @@ import os
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
-from tideline.cognition import CognitionMixin
+from tideline.cognition import SelfModel
 from tideline.config import Config
-from tideline.dream.mixin import DreamMixin
 from tideline.dynamics import reinforce, retention, weaken
 from tideline.embed import Embedder, EmbedGuard, embedder_from_marker, make_embedder
 from tideline.errors import InputTooLarge, InvalidInput, NotFound
-from tideline.inject.mixin import InjectMixin
-from tideline.models import (
-    KINDS,
-    ImportResult,
-    MemoryRecord,
-    RecallPacket,
-    Turn,
-    WriteResult,
-    compute_weight,
-)
-from tideline.recall.engine import RecallEngine
+from tideline.inject.tuning import InjectTuning
+from tideline.models import ImportResult, MemoryRecord, RecallPacket, Turn, WriteResult
+from tideline.project import ProjectInfo
 from tideline.recall.vectors import VectorSpaces
-from tideline.sleep.mixin import SleepMixin
+from tideline.runtime import Runtime
+from tideline.scopes import GLOBAL_KINDS
 from tideline.store import doctor as doctor_mod
 from tideline.store import reembed as reembed_mod
 from tideline.store.connection import peek_meta
 from tideline.store.sqlite import SQLiteStore
-from tideline.write.path import Writer
 from tideline.write.validate import (
     clean_callback,
     clean_flag,
@@ -46,21 +44,50 @@ from tideline.write.validate import (
     clean_paths,
     clean_seq,
     clean_text,
-    clean_weight,
     parse_time,
 )
 
-__all__ = ["GLOBAL_KINDS", "ImportResult", "Memory", "parse_time"]
+if TYPE_CHECKING:
+    from tideline.dream.providers import Provider
+    from tideline.dream.settings import DreamSettings
+    from tideline.inject.identity import IdentityDoc
+    from tideline.inject.prefetch import RecentMode
+    from tideline.inject.result import InjectResult
+    from tideline.sleep.scan import ScanResult
+    from tideline.store.agent import AgentReader
 
-#: Kinds that hold everywhere: a write of one of them with no scope goes to ``global``,
-#: not to the detected project (who the user is and what they like does not change from
-#: one repository to the next). Self-concept and profiles are not scoped at all.
-GLOBAL_KINDS = ("preference", "identity")
+__all__ = ["GLOBAL_KINDS", "ImportResult", "Memory", "open_for_import", "parse_time"]
 
 Progress = Callable[[int, int], None]
+T = TypeVar("T")
 
 
-class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
+class _Part(Generic[T]):
+    """A facade attribute that is a part of its runtime (``mem.store`` is ``mem._rt.store``).
+
+    Reading and assigning behave as for a plain attribute, as they did before the
+    runtime existed (``mem.config = …`` swaps the settings the verbs read).
+    """
+
+    def __init__(self, field: str) -> None:
+        self.field = field
+
+    @overload
+    def __get__(self, obj: None, owner: type[Memory]) -> _Part[T]: ...
+
+    @overload
+    def __get__(self, obj: Memory, owner: type[Memory]) -> T: ...
+
+    def __get__(self, obj: Memory | None, owner: type[Memory]) -> T | _Part[T]:
+        if obj is None:
+            return self
+        return cast("T", getattr(obj._rt, self.field))
+
+    def __set__(self, obj: Memory, value: T) -> None:
+        setattr(obj._rt, self.field, value)
+
+
+class Memory:
     """A long-term memory over one store directory and namespace.
 
     Open with :meth:`open`; use as a context manager or call :meth:`close`.
@@ -70,28 +97,17 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         project: the current project scope (recall sees it plus ``global``), or None.
     """
 
+    config: _Part[Config] = _Part("config")
+    project: _Part[str | None] = _Part("project")
+    store: _Part[SQLiteStore] = _Part("store")
+    embedder: _Part[Embedder] = _Part("embedder")
+    embed_guard: _Part[EmbedGuard] = _Part("guard")
+    vectors: _Part[VectorSpaces] = _Part("vectors")
+
     def __init__(self, config: Config, embedder: Embedder, *, project: str | None = None) -> None:
-        self.config = config
-        self.project = project
-        self.store = SQLiteStore(
-            config.home, config.namespace, embedder.marker,
-            busy_timeout_ms=config.busy_timeout_ms, retries=config.busy_retries,
-        )
-        self._use_embedder(embedder)
-
-    def _use_embedder(self, embedder: Embedder) -> None:
-        self.embedder = embedder
-        self.embed_guard = EmbedGuard(embedder, cooldown_s=self.config.embed_cooldown_s,
-                                      on_change=self._embedder_changed)
-        self.vectors = VectorSpaces(self.store, embedder.dim, embedder.marker)
-        self._writer = Writer(self.store, embedder, self.vectors, self.config,
-                              guard=self.embed_guard)
-        self._engine = RecallEngine(self.store, embedder, self.vectors, self.config,
-                                    guard=self.embed_guard)
-
-    def _embedder_changed(self, state: str, data: dict[str, Any]) -> None:
-        # Journaled on the change only (down, then up again), not on every degraded call.
-        self.store.log_event(None, "embedder", {"state": state, **data})
+        self._rt = Runtime.build(config, embedder, project=project)
+        self._project_info: ProjectInfo | None = None
+        self._inject_tuning: InjectTuning | None = None
 
     @classmethod
     def open(
@@ -167,27 +183,16 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
 
     def close(self) -> None:
         """Persist derived indexes and close the database."""
-        self.vectors.close()
-        self.store.close()
+        self._rt.close()
 
-    # -- scopes ---------------------------------------------------------------------------
+    @property
+    def _agent(self) -> AgentReader:
+        from tideline.store.agent import AgentReader
 
-    def _scope(self, scope: str | None, *, write: bool, kind: str | None = None) -> str:
-        if scope is None:
-            # One rule for every surface: reads and writes default to the current
-            # project, except the kinds that hold everywhere.
-            if write and kind in GLOBAL_KINDS:
-                return "global"
-            return self.project or "global"
-        return clean_name(scope, "scope", self.config.caps)
+        return AgentReader(self.store.db, self.store.namespace)
 
-    def _scopes(self, scope: str | None) -> tuple[str, list[str]]:
-        current = self._scope(scope, write=False)
-        return current, list(dict.fromkeys([current, "global"]))
-
-    def _visible(self, scope: str | None) -> list[str]:
-        """The scopes a read on behalf of ``scope`` may answer from: it and ``global``."""
-        return self._scopes(scope)[1]
+    def _self_model(self) -> SelfModel:
+        return SelfModel(self.store, self.config.caps)
 
     # -- write path -----------------------------------------------------------------------
 
@@ -287,7 +292,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             InvalidInput: a field is invalid (nothing is written).
             InputTooLarge: a field is over its cap.
         """
-        draft = self._draft(
+        draft = self._rt.draft(
             gesture=gesture, context=context, cognition_direction=cognition_direction,
             kind=kind, scope=scope, tags=tags, entities_role=entities_role,
             related_entities=related_entities, source_links=source_links,
@@ -297,41 +302,8 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         key = None
         if idempotency_key is not None:
             key = clean_text(idempotency_key, "idempotency_key", 200, required=True)
-        return self._writer.write(draft, key=key, source=clean_name(source, "source",
-                                                                    self.config.caps))
-
-    def _draft(self, **f: Any) -> MemoryRecord:
-        caps = self.config.caps
-        kind = clean_name(f["kind"], "kind", caps)
-        if kind not in KINDS:
-            raise InvalidInput(f"kind must be one of {', '.join(KINDS)}; got {kind!r}")
-        weights = {k: clean_weight(f[k], k) for k in
-                   ("importance", "emotional", "recurrence", "unresolved")}
-        links = clean_ids(f["source_links"], "source_links", caps.source_links)
-        if links:
-            known = self.store.get_turns(links)
-            unknown = [i for i in links if i not in known]
-            if unknown:
-                raise InvalidInput(f"source_links name unknown turn ids: {unknown[:5]}")
-        return MemoryRecord(
-            id=0,
-            scope=self._scope(f["scope"], write=True, kind=kind),
-            kind=kind,
-            gesture=clean_text(f["gesture"], "gesture", caps.gesture_chars, required=True),
-            context=clean_text(f["context"], "context", caps.field_chars),
-            cognition_direction=clean_text(f["cognition_direction"], "cognition_direction",
-                                           caps.field_chars),
-            tags=clean_list(f["tags"], "tags", item_cap=caps.tag_chars, count_cap=caps.tags),
-            entities_role=clean_text(f["entities_role"], "entities_role", caps.field_chars),
-            related_entities=clean_list(f["related_entities"], "related_entities",
-                                        item_cap=caps.name_chars, count_cap=caps.entities),
-            source_links=links,
-            weight=compute_weight(**weights),
-            stability=self.config.dynamics.episodic_half_life_days,
-            event_time=parse_time(f["event_time"], "event_time"),
-            importance=weights["importance"], emotional=weights["emotional"],
-            recurrence=weights["recurrence"], unresolved=weights["unresolved"],
-        )
+        return self._rt.writer.write(draft, key=key, source=clean_name(source, "source",
+                                                                       self.config.caps))
 
     def add_turns(
         self,
@@ -371,28 +343,10 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             InvalidInput: a turn is malformed (nothing of the batch is written).
             InputTooLarge: the batch or a turn is over its cap.
         """
-        from tideline.ingest.turns import prepare_turns, store_turns
+        from tideline.ingest.importers import add_turns
 
-        batch = clean_seq(turns, "turns")
-        caps = self.config.caps
-        if len(batch) > caps.batch:
-            raise InputTooLarge(f"batch of {len(batch)} turns; the cap is {caps.batch}")
-        if session is not None:
-            session = clean_text(session, "session", caps.name_chars, required=True)
-        clean_callback(progress)
-        rows = cast("list[Mapping[str, Any]]", batch)  # each item is checked there
-        salt = ""
-        if idempotency_key is not None:
-            salt = clean_text(idempotency_key, "idempotency_key", 200, required=True)
-        prepared = prepare_turns(
-            rows, scope=self._scope(scope, write=True), source=clean_name(source, "source", caps),
-            session=session, caps=caps, next_index=self.store.next_turn_index, salt=salt,
-        )
-        result = store_turns(self.store, self.embedder, prepared, progress=progress,
-                             txn_turns=caps.import_batch, embed=self.embed_guard.passages)
-        if result.inserted and not self.embed_guard.down:
-            self._writer.fill_pending()
-        return result
+        return add_turns(self._rt, turns, scope=scope, source=source, session=session,
+                         progress=progress, idempotency_key=idempotency_key)
 
     # -- recall ---------------------------------------------------------------------------
 
@@ -433,31 +387,10 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             InvalidInput: bad query or filter.
             InputTooLarge: query or limit over its cap.
         """
-        caps = self.config.caps
-        text = clean_text(query, "query", caps.query_chars)
-        current, scopes = self._scopes(scope)
-        k = self.config.recall.limit if limit is None else clean_int(limit, "limit", lo=1)
-        if k > caps.limit:
-            raise InputTooLarge(f"limit {k} is over the cap {caps.limit}")
-        if kind is not None:
-            kind = clean_name(kind, "kind", caps)
-        include_turns = clean_flag(include_turns, "include_turns")
-        abstain = clean_flag(abstain, "abstain")
-        log = clean_flag(log, "log")
-        tier = clean_name(tier, "tier", caps)
-        after, before = parse_time(since, "since"), parse_time(until, "until")
-        if not text:
-            return RecallPacket(query=text, scope=current, items=(), abstained=True,
-                                latency_ms=0.0)
-        from tideline.recall.journal import RecallJournal
+        from tideline.recall.request import recall
 
-        journal = RecallJournal(self.store, tier) if log else None
-        return self._engine.recall(
-            text, scopes=scopes, scope=current, limit=k, kind=kind,
-            since=after, until=before,
-            include_turns=include_turns, abstain=abstain,
-            on_hits=journal.record if journal else None,
-        )
+        return recall(self._rt, query, scope=scope, limit=limit, kind=kind, since=since,
+                      until=until, include_turns=include_turns, abstain=abstain, tier=tier, log=log)
 
     # -- feedback and edits ---------------------------------------------------------------
 
@@ -481,7 +414,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         if ids is None:
             raise InvalidInput("ids must be a list of memory ids")
         wanted = clean_ids(ids, "ids", self.config.caps.limit)
-        visible = self._visible(scope)
+        visible = self._rt.visible(scope)
         now = time.time()
         dyn = self.config.dynamics
         updated: list[int] = []
@@ -523,7 +456,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         """
         from tideline.write.revise import revise_memory
 
-        return revise_memory(self, clean_id(memory_id, "memory_id"), text, fields, scope=scope)
+        return revise_memory(self._rt, clean_id(memory_id, "memory_id"), text, fields, scope=scope)
 
     def forget(self, memory_id: int, *, scope: str | None = None) -> dict[str, Any]:
         """Delete a memory for real (privacy): row, indexes, edges; journaled.
@@ -537,7 +470,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             NotFound: no such memory in this project or ``global``.
         """
         mid = clean_id(memory_id, "memory_id")
-        visible = self._visible(scope)
+        visible = self._rt.visible(scope)
         with self.store.db.write() as c:
             if self.store.get_memory(mid, c).scope not in visible:
                 raise NotFound(f"no memory with id {mid}")
@@ -559,11 +492,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             NotFound: no such memory in this project or ``global`` (a memory of another
                 project is not found, exactly as if it did not exist).
         """
-        mid = clean_id(memory_id, "memory_id")
-        rec = self.store.get_memory(mid)
-        if rec.scope not in self._visible(scope):
-            raise NotFound(f"no memory with id {mid}")
-        return rec
+        return self._rt.get(memory_id, scope=scope)
 
     def show(self, memory_id: int, *, scope: str | None = None) -> dict[str, Any]:
         """A memory with its edges, version history, retention and linked raw turns.
@@ -578,7 +507,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         Raises:
             NotFound: no such memory in this project or ``global``.
         """
-        visible = self._visible(scope)
+        visible = self._rt.visible(scope)
         rec = self.get(memory_id, scope=scope)
         history: list[dict[str, Any]] = []
         cursor = rec.supersedes
@@ -610,11 +539,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             InvalidInput: ``ids`` is not a list of positive integer ids.
             InputTooLarge: more ids than the batch cap.
         """
-        if ids is None:
-            raise InvalidInput("ids must be a list of turn ids")
-        visible = self._visible(scope)
-        found = self.store.get_turns(clean_ids(ids, "ids", self.config.caps.batch))
-        return [t for t in found.values() if t.scope in visible]
+        return self._rt.turns(ids, scope=scope)
 
     def events(
         self, *, kinds: Sequence[str] | None = None, limit: int = 50
@@ -684,7 +609,8 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         result = reembed_mod.run(self.store, new, progress=progress)
         self.vectors.close()
         self.store.marker = new.marker
-        self._use_embedder(new)
+        # The one place the runtime is swapped: same store and settings, the new embedder's parts.
+        self._rt = Runtime.build(self.config, new, store=self.store, project=self.project)
         return result
 
     # -- export, import, migrate ----------------------------------------------------------
@@ -758,7 +684,580 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
 
         target = to if isinstance(to, str) and "://" in to else _one_path(to, "to")
         clean_callback(progress)
-        return migrate_store(self, str(target), progress=progress)
+        return migrate_store(self._rt, str(target), progress=progress)
+
+    # -- self-model: profiles, self-concept, threads --------------------------------------
+
+    def profiles(self, entity: str | None = None) -> list[dict[str, Any]]:
+        """Profile facets, of one entity or of all.
+
+        Raises:
+            InvalidInput: a malformed entity name.
+        """
+        return self._self_model().profiles(entity)
+
+    def update_profile(self, entity: str, facet: str, content: str, *,
+                       expected_version: int | None = None) -> dict[str, Any]:
+        """Create or replace one facet of an entity's profile.
+
+        Raises:
+            InvalidInput: unknown facet or invalid text.
+            Conflict: the stored version differs from ``expected_version``.
+        """
+        return self._self_model().update_profile(entity, facet, content,
+                                                 expected_version=expected_version)
+
+    def self_concept(self) -> list[dict[str, Any]]:
+        """The self-concept facets (fact, terrain, reflection)."""
+        return self._self_model().self_concept()
+
+    def update_self_concept(self, facet: str, content: str, *,
+                            expected_version: int | None = None) -> dict[str, Any]:
+        """Create or replace one self-concept facet.
+
+        Raises:
+            InvalidInput: unknown facet or invalid text.
+            Conflict: the stored version differs from ``expected_version``.
+        """
+        return self._self_model().update_self_concept(facet, content,
+                                                      expected_version=expected_version)
+
+    def threads(self, status: str | None = "open") -> list[dict[str, Any]]:
+        """Open (or all, with ``status=None``) threads."""
+        return self._self_model().threads(status)
+
+    def add_thread(self, title: str, body: str = "",
+                   source_memories: list[int] | None = None) -> int:
+        """Open a thread (an exploration direction); returns its id.
+
+        Raises:
+            InvalidInput: invalid title or ids.
+        """
+        return self._self_model().add_thread(title, body, source_memories)
+
+    def close_thread(self, thread_id: int) -> None:
+        """Close a thread.
+
+        Raises:
+            NotFound: no such thread.
+        """
+        self._self_model().close_thread(thread_id)
+
+    # -- project and injection settings ---------------------------------------------------
+
+    def use_project(self, info: ProjectInfo) -> None:
+        """Switch the current project to a detected one (keeps the rule for introspection).
+
+        Raises:
+            InvalidInput: the name is not a valid scope.
+        """
+        if not isinstance(info, ProjectInfo):
+            raise InvalidInput(f"info must be a ProjectInfo, got {type(info).__name__}")
+        self.project = None if info.name is None else clean_name(info.name, "project",
+                                                                 self.config.caps)
+        self._project_info = info
+
+    @property
+    def project_info(self) -> ProjectInfo:
+        """The current project and how it was chosen (``explicit``, ``TIDELINE_PROJECT``…)."""
+        info = self._project_info
+        if info is not None and info.name == self.project:
+            return info
+        if self.project is None:
+            return ProjectInfo(None, "none")
+        env = (os.environ.get("TIDELINE_PROJECT") or "").strip()
+        rule = "TIDELINE_PROJECT" if env and env == self.project else "explicit"
+        return ProjectInfo(self.project, rule, self.project)
+
+    @property
+    def inject_tuning(self) -> InjectTuning:
+        """Injection thresholds (defaults, then ``TIDELINE_INJECT_*``); assignable."""
+        if self._inject_tuning is None:
+            self._inject_tuning = InjectTuning.load()
+        return self._inject_tuning
+
+    @inject_tuning.setter
+    def inject_tuning(self, value: InjectTuning) -> None:
+        if not isinstance(value, InjectTuning):
+            raise InvalidInput(f"inject_tuning must be an InjectTuning, got {type(value).__name__}")
+        self._inject_tuning = value
+
+    def identity(self) -> IdentityDoc | None:
+        """The identity file (``$TIDELINE_IDENTITY`` or ``<store>/SOUL.md``), if present."""
+        from tideline.inject.identity import read_identity
+
+        return read_identity(self.config.home)
+
+    def _info_for(self, scope: str | None) -> ProjectInfo:
+        if scope is None:
+            return self.project_info
+        name = clean_name(scope, "scope", self.config.caps)
+        return ProjectInfo(None if name == "global" else name, "explicit", name)
+
+    def _budget_session(self, budget: object, session: object) -> tuple[int | None, str | None]:
+        caps = self.config.caps
+        tokens = None if budget is None else clean_int(budget, "budget", lo=0)
+        name = None if session is None else clean_text(session, "session", caps.name_chars)
+        return tokens, name
+
+    # -- injection and raw context --------------------------------------------------------
+
+    def inject_brief(
+        self, *, session: str | None = None, budget: int | None = None,
+        tiers: Sequence[str] = ("T0", "T2", "T2b", "T3"), scope: str | None = None,
+    ) -> InjectResult:
+        """The session brief: T0 identity anchor, T2 prefetch cache, T2b context bridge, T3 map.
+
+        Needs no embedding (pure SQL). Fenced as recalled data, within a token budget.
+
+        Args:
+            session: the session being started (left out of the T2b bridge).
+            budget: token budget (default ``inject_tuning.brief_tokens``).
+            tiers: which tiers to build.
+            scope: the project (default: the current one); ``global`` for none.
+
+        Returns:
+            The block (``.text``) and per-tier token counts (``.tier_tokens``).
+
+        Raises:
+            InvalidInput: an unknown tier, a bad scope or a negative budget.
+        """
+        from tideline.inject.brief import BRIEF_TIERS, build_brief
+
+        wanted = clean_seq(tiers, "tiers")
+        unknown = [t for t in wanted if not isinstance(t, str) or t not in BRIEF_TIERS]
+        if unknown:
+            raise InvalidInput(f"brief tiers are {', '.join(BRIEF_TIERS)}; got {unknown!r:.200}")
+        tiers = tuple(cast("list[str]", wanted))
+        budget, session = self._budget_session(budget, session)
+        return build_brief(self._agent, info=self._info_for(scope), identity=self.identity(),
+                           tuning=self.inject_tuning, budget=budget, session=session,
+                           tiers=tiers, agent=self.config.agent_name)
+
+    def inject_prefetch(
+        self, query: str, *, session: str | None = None, budget: int | None = None,
+        scope: str | None = None, recent: RecentMode = "session", log: bool = True,
+    ) -> InjectResult:
+        """The per-prompt block: T1 session bridge and, when T1 brings too little, T4 retrieval.
+
+        Args:
+            query: the user's prompt.
+            session: the current session (its turns are not repeated).
+            budget: token budget (default ``inject_tuning.prefetch_tokens``).
+            scope: the project (default: the current one).
+            recent: ``session``, ``bridge`` or ``off`` (see :func:`build_prefetch`).
+            log: journal injected hits in ``attention_log`` with tier T1/T4.
+
+        Returns:
+            The block and per-tier token counts.
+
+        Raises:
+            InvalidInput: a malformed query or setting.
+            InputTooLarge: the query is over its cap.
+        """
+        from tideline.inject.prefetch import build_prefetch
+
+        if not isinstance(recent, str) or recent not in ("session", "bridge", "off"):
+            raise InvalidInput("recent must be session, bridge or off")
+        budget, session = self._budget_session(budget, session)
+        log = clean_flag(log, "log")
+        return build_prefetch(self._rt, self._agent, query, info=self._info_for(scope),
+                              tuning=self.inject_tuning, budget=budget, session=session,
+                              recent=recent, log=log)
+
+    def read_context(
+        self, *, memory_id: int | None = None, query: str | None = None,
+        session: str | None = None, around: int | None = None, radius: int = 3,
+        limit: int = 20, scope: str | None = None,
+    ) -> dict[str, Any]:
+        """Raw turns behind memories: follow source_links, search texture, or show a window.
+
+        Exactly one of ``memory_id`` (the turns a memory came from, each with ``radius``
+        turns around it), ``query`` (search raw context by words and meaning) or
+        ``session`` (a window of that session around turn ``around``, or its end).
+        Every mode answers only from ``scope`` (default: the current project) and
+        ``global``: another project's memory is not found, its turns are not shown.
+
+        Raises:
+            InvalidInput: none or several modes, or bad numbers.
+            NotFound: no such memory in the project or ``global``.
+        """
+        from tideline.inject.texture import read_context
+
+        modes = [m for m in (memory_id, query, session) if m is not None]
+        if len(modes) != 1:
+            raise InvalidInput("give exactly one of memory_id, query or session")
+        radius = clean_int(radius, "radius", lo=0, hi=50)
+        limit = clean_int(limit, "limit", lo=1)
+        if limit > self.config.caps.limit:
+            raise InputTooLarge(f"limit must be 1–{self.config.caps.limit}")
+        if around is not None:
+            around = clean_int(around, "around", lo=0)
+        return read_context(self._rt, self._agent, memory_id=memory_id, query=query,
+                            session=session, around=around, radius=radius, limit=limit, scope=scope)
+
+    def attention_summary(self, *, days: float | None = 30.0,
+                          scope: str | None = None) -> dict[str, Any]:
+        """Clusters (or tags) that recall lights up vs deserts, from ``attention_log``.
+
+        Used until sleep provides ``attention_heatmap``; same shape of answer.
+
+        Raises:
+            InvalidInput: a negative window or bad scope.
+        """
+        if days is not None:
+            days = clean_number(days, "days", lo=0.0, hi=36_500.0)
+        from tideline.scopes import visible_scopes
+
+        info = self._info_for(scope)
+        since = None if days is None else time.time() - days * 86400.0
+        return self._agent.attention_heatmap(visible_scopes(info.name), since)
+
+    # -- importers ------------------------------------------------------------------------
+
+    def import_claude(
+        self, paths: Sequence[str | Path] | None = None, *, scope: str | None = None,
+        tool_results: bool = False, progress: Progress | None = None,
+    ) -> dict[str, Any]:
+        """Import Claude Code transcripts into raw context (idempotent by message uuid).
+
+        Args:
+            paths: transcript files or directories (default: ``~/.claude/projects``).
+            scope: the project for all turns (default: named after each transcript's cwd).
+            tool_results: keep tool results too (shortened).
+            progress: called with (done, total) turns while embedding.
+
+        Returns:
+            Files, inserted and skipped (already stored) turns, sessions, skip reasons.
+
+        Raises:
+            NotFound: a given path does not exist.
+        """
+        from tideline.ingest.importers import import_claude
+
+        tool_results = clean_flag(tool_results, "tool_results")
+        clean_callback(progress)
+        return import_claude(self._rt, self._agent, clean_paths(paths, "paths"), scope=scope,
+                             tool_results=tool_results, progress=progress)
+
+    def import_hermes(
+        self, paths: Sequence[str | Path] | None = None, *, scope: str | None = None,
+        session: str | None = None, tool_results: bool = False,
+        progress: Progress | None = None,
+    ) -> dict[str, Any]:
+        """Import Hermes Agent sessions (``state.db`` or ``hermes sessions export`` JSONL).
+
+        Turns the Hermes plugin already captured live are not stored twice.
+
+        Args:
+            paths: ``state.db`` files, export files or Hermes homes (default ``$HERMES_HOME``).
+            scope: the project for all turns (default: each session's repo/cwd name).
+            session: only this session (id or unique prefix).
+            tool_results: keep tool results too (shortened).
+            progress: called with (done, total) turns while embedding.
+
+        Raises:
+            NotFound: no sessions at a path.
+            StoreCorrupt: a database is not Hermes'.
+        """
+        from tideline.ingest.importers import import_hermes
+
+        tool_results = clean_flag(tool_results, "tool_results")
+        clean_callback(progress)
+        if session is not None:
+            session = clean_text(session, "session", self.config.caps.name_chars, required=True)
+        return import_hermes(self._rt, self._agent, clean_paths(paths, "paths"), scope=scope,
+                             session=session, tool_results=tool_results, progress=progress)
+
+    def import_jsonl(
+        self, path: str | Path, *, scope: str | None = None, source: str = "jsonl",
+        progress: Progress | None = None, batch: int | None = None,
+    ) -> dict[str, Any]:
+        """Import a generic JSONL chat of any length, streamed (see :mod:`tideline.ingest.jsonl`).
+
+        The file is read, embedded and stored ``batch`` lines at a time, each batch one
+        transaction. Running it again skips what is stored (ids of id-less turns come
+        from their content, counted over the whole file), so an import that was killed
+        is completed by repeating it. A malformed line stops the import there: the
+        batches before it stay stored, and fixing the line and re-running resumes.
+
+        Args:
+            path: the JSONL file.
+            scope: the project of turns that name none.
+            source: the system the file came from.
+            progress: called with (lines read, lines in the file).
+            batch: turns per batch and transaction (default ``Caps.import_batch``).
+
+        Returns:
+            ``source``, ``files``, ``turns`` (read), ``inserted``, ``skipped``,
+            ``sessions``, ``batches`` and ``turn_ids``.
+
+        Raises:
+            NotFound: no such file.
+            InvalidInput: a line is not a JSON object or a turn is malformed.
+            InputTooLarge: a line or a turn is over its cap, or ``batch`` over the batch cap.
+        """
+        from tideline.ingest.importers import import_jsonl
+
+        clean_callback(progress)
+        given = clean_paths([path], "path")
+        caps = self.config.caps
+        size = caps.import_batch if batch is None else batch
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise InvalidInput(f"batch must be a positive integer, got {size!r}")
+        if size > caps.batch:
+            raise InputTooLarge(f"batch of {size} turns; the cap is {caps.batch}")
+        file = Path(given[0]) if given else Path("")
+        return import_jsonl(self._rt, file, scope=scope, source=source, progress=progress,
+                            size=size)
+
+    def capture_turns(
+        self, turns: Sequence[Mapping[str, Any]], *, source: str, scope: str | None = None,
+    ) -> dict[str, Any]:
+        """Store turns an agent runtime hands over live (hooks, plugins), skipping known ids.
+
+        Returns:
+            ``{"inserted", "skipped", "turn_ids"}``.
+        """
+        from tideline.ingest.importers import capture_turns
+
+        return capture_turns(self._rt, self._agent, turns, source=source, scope=scope)
+
+    # -- sleep and the report -------------------------------------------------------------
+
+    def sleep(
+        self, *, only: str | None = None, force: bool = False,
+        progress: Callable[[str], None] | None = None, wait_s: float | None = None,
+    ) -> dict[str, Any]:
+        """Consolidate offline: plasticity, dynamics, recurrence, clusters, entities, scan.
+
+        Deterministic, no LLM, safe to run at any time: it backs the store up first,
+        skips in milliseconds when nothing changed since the last sleep, runs one at a
+        time across processes, and never deletes a memory.
+
+        Args:
+            only: run just this step: plasticity, dynamics, recurrence, entities, topics,
+                clusters, attention, backfill or scan (no gate).
+            force: run even when nothing changed; let steps that stopped themselves (too
+                large a change) go on; rebuild clusters from scratch.
+            progress: called with each step's name as it starts.
+            wait_s: how long to wait for a sleep running in another process
+                (default ``SleepTuning.lock_wait_s``).
+
+        Returns:
+            ``{"skipped": True, "reason": …}`` when gated, else ``skipped: False`` with
+            per-step metrics under ``steps``, ``errors``, ``stopped`` and ``needs_force``.
+
+        Raises:
+            InvalidInput: ``only`` names no step.
+            StoreBusy: the database stayed locked.
+        """
+        from tideline.sleep.orchestrate import run_sleep
+
+        if only is not None and not isinstance(only, str):
+            raise InvalidInput(f"only must name a step, got {type(only).__name__}")
+        force = clean_flag(force, "force")
+        if progress is not None and not callable(progress):
+            raise InvalidInput("progress must be callable")
+        if wait_s is not None:
+            wait_s = clean_number(wait_s, "wait_s", lo=0.0, hi=86_400.0)
+        return run_sleep(self._rt, only=only, force=force, progress=progress, wait_s=wait_s)
+
+    def attention_heatmap(
+        self, *, scope: str | None = None, days: int = 30, all_scopes: bool = False,
+        top: int = 10,
+    ) -> dict[str, Any]:
+        """Which memory clusters recall lights up, and which are deserts (JSON-ready).
+
+        Args:
+            scope: the project (default: the current one); ``global`` is always included.
+            days: the window, ending now.
+            all_scopes: every scope of the namespace instead.
+            top: how many lit clusters and deserts to list.
+
+        Returns:
+            See :func:`tideline.sleep.attention.heatmap`.
+
+        Raises:
+            InvalidInput: ``days`` or ``top`` out of range.
+        """
+        from tideline.sleep.attention import heatmap
+        from tideline.store.consolidation import ConsolidationStore
+
+        days = clean_int(days, "days", lo=1, hi=3650)
+        top = clean_int(top, "top", lo=1, hi=1000)
+        scopes = None if clean_flag(all_scopes, "all_scopes") else self._rt.visible(scope)
+        return heatmap(ConsolidationStore(self.store), scopes=scopes, days=days, top=top)
+
+    def scan_unindexed(
+        self, *, gap_minutes: int | None = None, max_turns: int | None = None,
+        scope: str | None = None, all_scopes: bool = True,
+    ) -> ScanResult:
+        """Context not yet solidified: unlinked memories (A) and recent raw turns (B).
+
+        Args:
+            gap_minutes: a longer silence inside a session starts a new chunk.
+            max_turns: at most this many (newest) turns.
+            scope: only this project (with ``global``) when ``all_scopes`` is False.
+            all_scopes: scan every scope (default).
+
+        Returns:
+            A :class:`~tideline.sleep.scan.ScanResult` with its Markdown.
+
+        Raises:
+            InvalidInput: a limit out of range.
+        """
+        from tideline.sleep.scan import scan_unindexed
+
+        t = self.config.sleep
+        gap = t.scan_gap_minutes if gap_minutes is None else clean_int(
+            gap_minutes, "gap_minutes", lo=1, hi=10**9)
+        turns = t.scan_max_turns if max_turns is None else clean_int(
+            max_turns, "max_turns", lo=1, hi=self.config.caps.batch)
+        scopes = None if clean_flag(all_scopes, "all_scopes") else self._rt.visible(scope)
+        return scan_unindexed(self.store, gap_minutes=gap, max_turns=turns, scopes=scopes)
+
+    def topics(self, *, scope: str | None = None, limit: int = 25,
+               all_scopes: bool = False) -> list[dict[str, Any]]:
+        """Topic clusters (keyword → memories), largest first, built by sleep.
+
+        Raises:
+            InvalidInput: ``limit`` out of range.
+        """
+        from tideline.store.consolidation import ConsolidationStore
+
+        limit = clean_int(limit, "limit", lo=1, hi=1000)
+        scopes = None if clean_flag(all_scopes, "all_scopes") else self._rt.visible(scope)
+        return ConsolidationStore(self.store).topics(scopes, limit)
+
+    def entity_graph(self, *, limit: int = 100) -> dict[str, list[dict[str, Any]]]:
+        """The entity graph built by sleep: nodes (mentions, roles) and edges (role pairs).
+
+        Raises:
+            InvalidInput: ``limit`` out of range.
+        """
+        from tideline.store.consolidation import ConsolidationStore
+
+        return ConsolidationStore(self.store).entity_graph(
+            clean_int(limit, "limit", lo=1, hi=10_000))
+
+    def report(self, *, days: int = 30) -> dict[str, Any]:
+        """How the memory behaves over time: growth, gate, recall, dynamics, sleeps, hooks.
+
+        Args:
+            days: the window for time series and rates.
+
+        Returns:
+            The JSON-ready report (see :mod:`tideline.report`).
+
+        Raises:
+            InvalidInput: ``days`` out of range.
+        """
+        from tideline.report.build import build_report
+
+        days = clean_int(days, "days", lo=1, hi=3650)
+        return build_report(self._rt, days=days)
+
+    # -- dream ----------------------------------------------------------------------------
+
+    def dream(
+        self,
+        layers: Sequence[str] | str | None = None,
+        *,
+        provider: Provider | str | None = None,
+        model: str | None = None,
+        url: str | None = None,
+        command: str | None = None,
+        scope: str | None = None,
+        dry_run: bool = False,
+        force: bool = False,
+        settings: DreamSettings | None = None,
+        progress: Callable[[str], None] | None = None,
+    ) -> dict[str, Any]:
+        """Consolidate with an LLM: solidify, comb, wander and the symbolic dream.
+
+        Each layer is planned (prompt built, model asked, answer checked — no lock
+        held) and then applied in one short transaction that re-checks versions;
+        later layers see what earlier ones applied. Every model call is journaled
+        as ``dream_call``, every applied layer as ``dream_apply``.
+
+        Args:
+            layers: which layers to run (names or ``"solidify,comb"``); default from
+                ``TIDELINE_DREAM_LAYERS``, else all four.
+            provider: ``openai``, ``anthropic``, ``command`` or a provider instance;
+                default from ``TIDELINE_DREAM_PROVIDER``.
+            model: the model name (HTTP providers).
+            url: the endpoint's base URL.
+            command: the command line (``command`` provider).
+            scope: dream about one project (with ``global``); default every scope.
+            dry_run: show what would change; change nothing.
+            force: apply even when a layer would change more than the allowed share.
+            settings: all dream settings at once (the other arguments override it).
+            progress: called with a short line before each layer.
+
+        Returns:
+            ``{"layers": [...], "tokens_in", "tokens_out", "calls", "dry_run", …}``; each
+            layer lists its changes, conflicts (skipped changes) and counts.
+
+        Raises:
+            DreamError: no provider configured, unknown layer.
+            LLMOutputInvalid: a layer's answer was invalid twice (that layer changed nothing).
+            ProviderError: the provider failed.
+            DreamTooLarge: a layer would change too much of the store (rerun with force).
+        """
+        from tideline.dream.run import check_request, run
+
+        check_request(settings, dry_run, force, layers=layers, provider=provider,
+                      texts=(("model", model), ("url", url), ("command", command)),
+                      progress=progress)
+        return run(self._rt, layers, provider=provider, model=model, url=url, command=command,
+                   scope=scope, dry_run=dry_run, force=force, settings=settings, progress=progress)
+
+    def apply_dream(
+        self,
+        layer: str,
+        payload: dict[str, Any] | str | bytes,
+        *,
+        scope: str | None = None,
+        dry_run: bool = False,
+        force: bool = False,
+        settings: DreamSettings | None = None,
+    ) -> dict[str, Any]:
+        """Apply a layer's answer written by an agent (agent-driven dreaming).
+
+        The agent fetched the prompt (``tideline dream --print-prompt LAYER`` or the
+        MCP prompt) and answered it itself. The answer is checked exactly like a
+        provider's — schema, ids (against the store), turns, scopes — and applied
+        in one transaction that re-checks versions: copy the ``vN`` the prompt
+        showed into ``version`` fields to be protected against changes made
+        meanwhile. Journaled as ``dream_call`` (provider ``agent``, estimated
+        tokens) and ``dream_apply``.
+
+        Args:
+            layer: ``solidify``, ``comb``, ``wander`` or ``dream``.
+            payload: the answer, as a dict or JSON text.
+            scope: the project the prompt was rendered for (None: every scope).
+            dry_run: show what would change; change nothing.
+            force: apply even past the share guard.
+            settings: dream settings (bounds, guard); default from the environment.
+
+        Returns:
+            The layer's result (changes, conflicts, counts).
+
+        Raises:
+            LLMOutputInvalid: the payload is invalid (nothing applied).
+            DreamTooLarge: it would change too much of the store.
+            DreamError: unknown layer.
+        """
+        from tideline.dream.run import apply_answer, check_request
+
+        check_request(settings, dry_run, force)
+        if not isinstance(payload, dict | str | bytes):
+            raise InvalidInput("payload must be the answer as JSON text or a dict")
+        if not isinstance(layer, str):
+            raise InvalidInput("layer must be solidify, comb, wander or dream")
+        return apply_answer(self._rt, layer, payload, scope=scope, dry_run=dry_run, force=force,
+                            settings=settings)
 
 
 def _one_path(value: object, field: str) -> Path:
@@ -773,3 +1272,24 @@ def _one_path(value: object, field: str) -> Path:
     if not paths:
         raise InvalidInput(f"{field} must be one file path")
     return Path(paths[0])
+
+
+def open_for_import(home: Path | None, namespace: str | None, embedder: str | None,
+                    path: Path) -> Memory:
+    """Open the target of ``tideline import tideline``: a store that does not exist yet
+    is created with the archive's embedder (unless one is named).
+
+    Raises:
+        ArchiveInvalid: the archive's header is invalid.
+        EmbedderError: the archive's embedder cannot be built here.
+    """
+    from tideline.archive.format import ArchiveReader
+    from tideline.store.schema import SCHEMA_VERSION
+
+    cfg = Config.load(**({"home": Path(home).expanduser()} if home is not None else {}))
+    if (embedder is None and not os.environ.get("TIDELINE_EMBEDDER")
+            and peek_meta(cfg.home, "embedder") is None):
+        head = ArchiveReader(Path(path), SCHEMA_VERSION).read_header()
+        return Memory.open(cfg.home, namespace=namespace,
+                           embedder=embedder_from_marker(head.embedder))
+    return Memory.open(cfg.home, namespace=namespace, embedder=embedder)

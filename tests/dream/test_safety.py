@@ -131,13 +131,13 @@ def test_a_memory_revised_between_plan_and_apply_is_skipped_as_a_conflict(
     m = _world(mem)
     openai_server.replies.append(answer(_comb(m, importance=5, unresolved=4)))
     cfg = settings()
-    ctx = gather(mem, "comb", cfg)
-    plan = plan_layer(mem, ctx, openai(openai_server), journal=lambda rec: None)
+    ctx = gather(mem._rt, "comb", cfg)
+    plan = plan_layer(mem._rt, ctx, openai(openai_server), journal=lambda rec: None)
     revised = mem.revise(m["tuesday"], "Atlas deploys move to Tuesdays at 11:00.",
                          scope="atlas")
     mem.update_profile("Mira", "fact", "Leads atlas.")  # written meanwhile: version 1
     newcomer = mem.write("Deniz reviews the atlas release.", scope="atlas")
-    result = apply_plan(mem, plan, cfg)
+    result = apply_plan(mem._rt, plan, cfg)
 
     assert result["status"] == "applied"
     reasons = " | ".join(c["reason"] for c in result["conflicts"])
@@ -154,10 +154,10 @@ def test_a_reinforced_memory_is_not_overwritten(mem: Memory, openai_server: LLMS
     m = _world(mem)
     openai_server.replies.append(answer(_comb(m)))
     cfg = settings()
-    plan = plan_layer(mem, gather(mem, "comb", cfg), openai(openai_server),
+    plan = plan_layer(mem._rt, gather(mem._rt, "comb", cfg), openai(openai_server),
                       journal=lambda rec: None)
     mem.reflect([m["tuesday"]], 1.0, scope="atlas")  # used meanwhile: version 2
-    result = apply_plan(mem, plan, cfg)
+    result = apply_plan(mem._rt, plan, cfg)
     assert result["counts"]["updated"] == 0
     assert "changed since the plan (v1 → v2)" in result["conflicts"][0]["reason"]
     assert mem.get(m["tuesday"], scope="atlas").reinforcements == 1

@@ -68,7 +68,7 @@ def test_generic_turns_are_discounted(store_dir: Path) -> None:
     with Memory.open(store_dir, embedder=hashing()) as mem:
         mem.add_turns([{"session": "s", "speaker": "Ana", "text": t, "id": f"m{i}"}
                        for i, t in enumerate(lines)], source="chat")
-        engine = mem._engine
+        engine = mem._rt.engine
         turns = {t.id: t for t in mem.store.session_turns("s", limit=100)}
         vectors = mem.store.turn_vectors(list(turns.values()), mem.embedder.dim)
         hubs = engine._hubs(turns, vectors)
@@ -87,8 +87,8 @@ def test_generic_turns_are_discounted(store_dir: Path) -> None:
                        for i, t in enumerate(GENERIC)], source="chat")
         few = {t.id: t for t in mem.store.session_turns("s", limit=100)}
         few_vectors = mem.store.turn_vectors(list(few.values()), mem.embedder.dim)
-        assert mem._engine._hubs(few, few_vectors) == {}  # too few turns to tell
+        assert mem._rt.engine._hubs(few, few_vectors) == {}  # too few turns to tell
 
     off = dataclasses.replace(Config.load(home=store_dir), recall=RecallTuning(turn_hubness=0))
     with Memory.open(store_dir, embedder=hashing(), config=off) as mem:
-        assert mem._engine._hubs(turns, vectors) == {}
+        assert mem._rt.engine._hubs(turns, vectors) == {}

@@ -68,5 +68,5 @@ def test_a_same_named_session_of_another_scope_is_not_a_neighbour(store_dir: Pat
                                              score=1.0)}
         found = {hit.id: hit}
         query = mem.embedder.embed_query("Leipzig marathon")
-        mem._engine._turn_neighbours(query, cands, found, ["atlas", "global"], None, None)
+        mem._rt.engine._turn_neighbours(query, cands, found, ["atlas", "global"], None, None)
         assert list(cands) == [("turn", hit.id)]  # global "s1" turn 1 is not its neighbour

@@ -19,7 +19,7 @@ def test_decay_makes_dormant_never_deletes_and_reinforcement_revives(mem: Memory
     fresh = mem.remember("lunch is at noon on fridays").id
     before = mem.recall("staging database password", abstain=False).memories[0]
     assert before.id == old and before.status == "episodic"
-    res = run_sleep(mem, now=time.time() + 40 * DAY)
+    res = run_sleep(mem._rt, now=time.time() + 40 * DAY)
     assert res["steps"]["dynamics"]["dormant"] == 2
     assert statuses(mem) == {old: "dormant", fresh: "dormant"}
     age(mem, [old, fresh], 40)  # the clock of recall agrees with the simulated sleep

@@ -62,7 +62,7 @@ def test_random_histories_never_lose_a_memory(history: list[tuple]) -> None:
                 else:
                     _, only, force, days = op
                     before = _rows(mem)
-                    res = run_sleep(mem, only=only, force=force,
+                    res = run_sleep(mem._rt, only=only, force=force,
                                     now=time.time() + days * 86_400)
                     assert res.get("errors", {}) == {}
                     after = _rows(mem)

@@ -72,7 +72,7 @@ def test_gate_ignores_bookkeeping_and_opens_after_refresh(mem: Memory) -> None:
     mem.store.log_event(None, "hook", {"hook": "stop"})
     assert mem.sleep()["skipped"] is True
     later = time.time() + (mem.config.sleep.refresh_after_hours + 1) * 3600
-    assert run_sleep(mem, now=later)["skipped"] is False
+    assert run_sleep(mem._rt, now=later)["skipped"] is False
 
 
 def test_force_runs_even_when_unchanged(mem: Memory) -> None:

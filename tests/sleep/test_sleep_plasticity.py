@@ -66,7 +66,7 @@ def test_recalls_and_sleep_make_directed_edges_and_clear_eligibility(mem: Memory
     # Committed rows stay only as partners for the next window, and are never re-counted.
     assert mem.sleep(force=True)["steps"]["plasticity"]["recalls"] == 0
     assert abs(co_recall(mem)[(a, b)] - edges[(a, b)]) < 1e-4  # only seconds of decay
-    later = run_sleep(mem, now=time.time() + 3600, force=True)["steps"]["plasticity"]
+    later = run_sleep(mem._rt, now=time.time() + 3600, force=True)["steps"]["plasticity"]
     assert later["eligibility_cleared"] == 6
     with mem.store.db.read() as conn:
         assert conn.execute("SELECT count(*) FROM eligibility").fetchone()[0] == 0
@@ -78,10 +78,10 @@ def test_edges_decay_and_weak_ones_are_pruned_memories_stay(mem: Memory) -> None
     mem.recall("orchid billing service")
     mem.sleep()
     w0 = co_recall(mem)[(a, b)]
-    res = run_sleep(mem, now=time.time() + 45 * DAY, force=True)["steps"]["plasticity"]
+    res = run_sleep(mem._rt, now=time.time() + 45 * DAY, force=True)["steps"]["plasticity"]
     assert abs(res["decay"] - 0.5) < 0.01
     assert abs(co_recall(mem)[(a, b)] - w0 / 2) < 0.01
-    res = run_sleep(mem, now=time.time() + 400 * DAY, force=True)["steps"]["plasticity"]
+    res = run_sleep(mem._rt, now=time.time() + 400 * DAY, force=True)["steps"]["plasticity"]
     assert res["pruned"] >= 1 and (a, b) not in co_recall(mem)
     assert {mem.get(a).id, mem.get(b).id} == {a, b}
 

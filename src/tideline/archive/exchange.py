@@ -41,11 +41,10 @@ from tideline.errors import BackendUnavailable, EmbedderMismatch, InvalidInput
 
 if TYPE_CHECKING:
     from tideline.embed.base import Embedder
-    from tideline.memory import Memory
+    from tideline.runtime import Runtime
     from tideline.store import ArchiveStore
 
-__all__ = ["archive_digest", "export_archive", "import_archive", "migrate_store",
-           "open_for_import"]
+__all__ = ["archive_digest", "export_archive", "import_archive", "migrate_store"]
 
 Progress = Callable[[int, int], None]
 IMPORT_KEY = "archive:"
@@ -60,7 +59,7 @@ def _schema_version() -> int:
 
 def _write_body(store: ArchiveStore, out: Sink, namespace: str | None,
                 vectors: bool) -> tuple[Header, str]:
-    from tideline import __version__
+    from tideline._version import __version__
 
     tables = [t for t in TABLES if vectors or t != "vectors"]
     with store.archive_snapshot(namespace) as snap:
@@ -197,29 +196,6 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
                    "reembedded": embedded if embed_here else 0}
 
 
-def open_for_import(home: Path | None, namespace: str | None, embedder: str | None,
-                    path: Path) -> Memory:
-    """Open the target of ``tideline import tideline``: a store that does not exist yet
-    is created with the archive's embedder (unless one is named).
-
-    Raises:
-        ArchiveInvalid: the archive's header is invalid.
-        EmbedderError: the archive's embedder cannot be built here.
-    """
-    from tideline.config import Config
-    from tideline.embed import embedder_from_marker
-    from tideline.memory import Memory
-    from tideline.store.connection import peek_meta
-
-    cfg = Config.load(**({"home": Path(home).expanduser()} if home is not None else {}))
-    if (embedder is None and not os.environ.get("TIDELINE_EMBEDDER")
-            and peek_meta(cfg.home, "embedder") is None):
-        head = ArchiveReader(Path(path), _schema_version()).read_header()
-        return Memory.open(cfg.home, namespace=namespace,
-                           embedder=embedder_from_marker(head.embedder))
-    return Memory.open(cfg.home, namespace=namespace, embedder=embedder)
-
-
 @contextlib.contextmanager
 def _scratch(directory: Path) -> Iterator[Path]:
     tmp = inside(directory, f".tideline-migrate-{secrets.token_hex(6)}.jsonl")
@@ -229,8 +205,8 @@ def _scratch(directory: Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
-def migrate_store(mem: Memory, to: str, *, progress: Progress | None = None) -> dict[str, Any]:
-    """Copy every namespace of ``mem``'s store into a fresh store at ``to``, and verify it.
+def migrate_store(rt: Runtime, to: str, *, progress: Progress | None = None) -> dict[str, Any]:
+    """Copy every namespace of ``rt``'s store into a fresh store at ``to``, and verify it.
 
     The source is left as it was. The copy goes through the archive (so it is the same
     path as export + import) and is then compared with the source row by row through
@@ -246,23 +222,26 @@ def migrate_store(mem: Memory, to: str, *, progress: Progress | None = None) -> 
         raise BackendUnavailable(
             f"no {scheme!r} backend in this Tideline: `migrate --to` takes a store directory "
             "for now (the PostgreSQL backend comes with issue 11)")
-    from tideline.memory import Memory
+    from tideline.runtime import Runtime
 
     target = safe_dir(Path(to))
-    source = Path(os.path.abspath(mem.config.home))
+    source = Path(os.path.abspath(rt.config.home))
     if target == source or (source.exists() and os.path.samefile(target, source)):
         raise InvalidInput("the migration target is the source store itself")
     with _scratch(target) as tmp:
-        exported = export_archive(mem.store, tmp, namespace=None, vectors=True)
-        cfg = dataclasses.replace(mem.config, home=target)
-        with Memory(cfg, mem.embedder) as dest:
+        exported = export_archive(rt.store, tmp, namespace=None, vectors=True)
+        cfg = dataclasses.replace(rt.config, home=target)
+        dest = Runtime.build(cfg, rt.embedder)
+        try:
             with dest.store.archive_snapshot(None) as snap:
                 held = {t: snap.count(t) for t in TABLES if t != "db_meta"}
             if any(held.values()):
                 raise InvalidInput(f"{target} already holds a store with data; migrate "
                                    "into an empty directory")
-            imported = import_archive(dest.store, mem.embedder, tmp, progress=progress)
+            imported = import_archive(dest.store, rt.embedder, tmp, progress=progress)
             digest = archive_digest(dest.store)
+        finally:
+            dest.close()
     return {"from": str(source), "to": str(target), "counts": exported["counts"],
             "rows": exported["rows"], "sha256": exported["sha256"],
             "inserted": imported["inserted"], "verified": digest == exported["sha256"]}

@@ -202,7 +202,7 @@ def _ann_agreement(mem: Memory, qs: list[Query], ids: dict[int, int],
         agree += len(exact & approx)
         total += len(exact)
     para = [q for q in qs if q.kind == "paraphrase" and q.expected is not None]
-    engine = mem._engine
+    engine = mem._rt.engine
     found = {"ann": 0, "exact": 0}
     for label in ("ann", "exact"):
         saved = engine.vectors

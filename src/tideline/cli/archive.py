@@ -54,7 +54,7 @@ def import_tideline_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Import a Tideline archive (ids kept, idempotent, all or nothing)."""
-    from tideline.archive.exchange import open_for_import
+    from tideline.memory import open_for_import
 
     mem = open_for_import(store, namespace, embedder, file)
     try:

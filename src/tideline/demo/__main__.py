@@ -54,13 +54,13 @@ def _restate(mem: Memory, text: str) -> None:
     console.print(f"remember {text!r} again at once → [bold]{retry.decision}[/bold] "
                   f"#{retry.id} replayed={retry.replayed} (a retry: nothing changes)")
     window = mem.config.write_retry_window_s
-    real_clock = mem._writer.clock
+    real_clock = mem._rt.writer.clock
     # Instead of waiting out the retry window, the demo moves the write path's clock.
-    mem._writer.clock = lambda: real_clock() + window + 3600.0
+    mem._rt.writer.clock = lambda: real_clock() + window + 3600.0
     try:
         later = mem.remember(text, kind="preference", source="demo")
     finally:
-        mem._writer.clock = real_clock
+        mem._rt.writer.clock = real_clock
     after = mem.get(later.id).reinforcements
     console.print(f"remember {text!r} an hour after the {window:.0f} s retry window → "
                   f"[bold]{later.decision}[/bold] #{later.id} replayed={later.replayed}, "

@@ -30,7 +30,7 @@ from tideline.store.dream import DreamStore
 from tideline.write.path import PreparedWrite, gate_decision
 
 if TYPE_CHECKING:
-    from tideline.memory import Memory
+    from tideline.runtime import Runtime
 
 __all__ = ["apply_plan"]
 
@@ -42,20 +42,20 @@ def _short(text: str, n: int = 160) -> str:
     return text if len(text) <= n else text[: n - 1] + "…"
 
 
-def _prepare(mem: Memory, plan: LayerPlan) -> list[tuple[NewMemory, PreparedWrite | WriteResult]]:
+def _prepare(rt: Runtime, plan: LayerPlan) -> list[tuple[NewMemory, PreparedWrite | WriteResult]]:
     """Embed and gate every planned write (outside any transaction)."""
     out: list[tuple[NewMemory, PreparedWrite | WriteResult]] = []
     if not plan.writes:
         return out
     # One batch; when the embedder is down each write is gated lexically, vector pending.
-    vectors = mem.embed_guard.passages([w.draft.text for w in plan.writes])
+    vectors = rt.guard.passages([w.draft.text for w in plan.writes])
     for item, vector in zip(plan.writes, vectors if vectors is not None
                             else [None] * len(plan.writes), strict=True):
-        prepared = mem._writer.prepare(item.draft, key=None, source=plan.source, vector=vector)
+        prepared = rt.writer.prepare(item.draft, key=None, source=plan.source, vector=vector)
         if isinstance(prepared, PreparedWrite) and item.draft.kind == "dream" \
                 and prepared.nearest is not None:
             # A dream may only echo an earlier dream; it never potentiates or links real memory.
-            near = mem.store.get_memories([prepared.nearest]).get(prepared.nearest)
+            near = rt.store.get_memories([prepared.nearest]).get(prepared.nearest)
             if near is None or near.kind != "dream":
                 prepared = dataclasses.replace(prepared, nearest=None, similarity=0.0,
                                                decision="new")
@@ -72,9 +72,9 @@ def _touched(plan: LayerPlan, prepared: Iterable[tuple[NewMemory, Any]]) -> set[
     return ids
 
 
-def _guard(mem: Memory, plan: LayerPlan, touched: set[int], settings: DreamSettings,
+def _guard(rt: Runtime, plan: LayerPlan, touched: set[int], settings: DreamSettings,
            force: bool, dry_run: bool) -> dict[str, Any]:
-    live = DreamStore(mem.store).live_count()
+    live = DreamStore(rt.store).live_count()
     allowed = max(settings.guard_floor, int(settings.max_share * live))
     info = {"touched": len(touched), "live": live, "allowed": allowed,
             "blocked": len(touched) > allowed and not force}
@@ -86,12 +86,12 @@ def _guard(mem: Memory, plan: LayerPlan, touched: set[int], settings: DreamSetti
     return info
 
 
-def apply_plan(mem: Memory, plan: LayerPlan, settings: DreamSettings, *, dry_run: bool = False,
+def apply_plan(rt: Runtime, plan: LayerPlan, settings: DreamSettings, *, dry_run: bool = False,
                force: bool = False, touched_before: set[int] | None = None) -> dict[str, Any]:
     """Apply (or, with ``dry_run``, only describe) one layer's plan.
 
     Args:
-        mem: the memory.
+        rt: the memory's parts.
         plan: the checked plan.
         settings: the guard's share and floor.
         dry_run: describe the diff, change nothing.
@@ -117,16 +117,16 @@ def apply_plan(mem: Memory, plan: LayerPlan, settings: DreamSettings, *, dry_run
     if plan.empty:
         result["notes"].append(plan.empty)
         return result
-    prepared = _prepare(mem, plan)
+    prepared = _prepare(rt, plan)
     touched = _touched(plan, prepared)
-    guard = _guard(mem, plan, touched | (touched_before or set()), settings, force, dry_run)
+    guard = _guard(rt, plan, touched | (touched_before or set()), settings, force, dry_run)
     result["guard"] = guard
     result["touched_ids"] = sorted(touched)
     if dry_run:
-        _describe(mem, plan, prepared, result)
+        _describe(rt, plan, prepared, result)
         result["status"] = "blocked" if guard["blocked"] else "dry_run"
         return result
-    _Applier(mem, plan, prepared, result).run()
+    _Applier(rt, plan, prepared, result).run()
     result["status"] = "applied"
     return result
 
@@ -134,11 +134,11 @@ def apply_plan(mem: Memory, plan: LayerPlan, settings: DreamSettings, *, dry_run
 class _Applier:
     """The transaction of one layer."""
 
-    def __init__(self, mem: Memory, plan: LayerPlan,
+    def __init__(self, rt: Runtime, plan: LayerPlan,
                  prepared: list[tuple[NewMemory, PreparedWrite | WriteResult]],
                  result: dict[str, Any]) -> None:
-        self.mem = mem
-        self.store = mem.store
+        self.rt = rt
+        self.store = rt.store
         self.plan = plan
         self.prepared = prepared
         self.result = result
@@ -214,7 +214,7 @@ class _Applier:
         self.result["counts"] = self.counts
 
     def _writes(self, c: Any, now: float, changes: list[dict[str, Any]]) -> list[int]:
-        profile = self.mem.embedder.profile
+        profile = self.rt.embedder.profile
         committed: list[tuple[int, str, np.ndarray]] = []
         ids: list[int] = []
         for item, p in self.prepared:
@@ -240,7 +240,7 @@ class _Applier:
                 target = self.current(c, p.nearest)
                 if target is not None:
                     self.before.setdefault(target.id, target.version)
-            res = self.mem._writer.commit(c, p, now)
+            res = self.rt.writer.commit(c, p, now)
             self.rows.pop(res.id, None)
             key = {"new": "written", "link": "linked", "potentiate": "potentiated"}[res.decision]
             self.counts[key] += 1
@@ -358,7 +358,7 @@ class _Applier:
             changes.append({"op": "thread", "id": tid, "title": t.title, "source_memories": ids})
 
 
-def _describe(mem: Memory, plan: LayerPlan,
+def _describe(rt: Runtime, plan: LayerPlan,
               prepared: list[tuple[NewMemory, PreparedWrite | WriteResult]],
               result: dict[str, Any]) -> None:
     """The diff a dry run prints: the same entries apply would make, with current conflicts."""
@@ -366,8 +366,8 @@ def _describe(mem: Memory, plan: LayerPlan,
     conflicts: list[dict[str, Any]] = result["conflicts"]
     ids = {w.memory_id for w in plan.weights} | {b.memory_id for b in plan.backfills} | {
         e.src for e in plan.edges} | {e.dst for e in plan.edges}
-    now_rows = mem.store.get_memories(ids)
-    versions, selfv = DreamStore(mem.store).facet_versions()
+    now_rows = rt.store.get_memories(ids)
+    versions, selfv = DreamStore(rt.store).facet_versions()
 
     def moved(mid: int, expected: int) -> bool:
         rec = now_rows.get(mid)

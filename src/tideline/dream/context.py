@@ -17,16 +17,18 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from tideline.cognition import SelfModel
 from tideline.dream.settings import DreamSettings
 from tideline.models import MemoryRecord, Turn, iso
 from tideline.render import fence
+from tideline.scopes import visible_scopes
 from tideline.store.dream import DreamStore
 
 if TYPE_CHECKING:
-    from tideline.memory import Memory
+    from tideline.runtime import Parts
     from tideline.sleep.scan import Chunk
 
-__all__ = ["LayerContext", "gather", "scopes_for"]
+__all__ = ["LayerContext", "gather"]
 
 DAY = 86_400.0
 _NOTHING = "(none)"
@@ -64,20 +66,18 @@ class LayerContext:
     dream_scope: str | None = None
     empty: str | None = None
 
-
-def scopes_for(scope: str | None) -> list[str] | None:
-    """The scopes a layer looks at: one project with ``global``, or all (None)."""
-    if scope is None:
-        return None
-    return list(dict.fromkeys([scope, "global"]))
+    @property
+    def scopes(self) -> list[str] | None:
+        """The scopes the layer looks at: the project with ``global``, or None for all."""
+        return None if self.scope is None else visible_scopes(self.scope)
 
 
-def gather(mem: Memory, layer: str, settings: DreamSettings, *, scope: str | None = None,
+def gather(rt: Parts, layer: str, settings: DreamSettings, *, scope: str | None = None,
            now: float | None = None) -> LayerContext:
     """Collect the data of one layer's prompt.
 
     Args:
-        mem: the memory.
+        rt: the memory's parts (a Runtime, or the facade itself).
         layer: solidify, comb, wander or dream.
         settings: bounds (how many memories, how many characters, …).
         scope: one project (with ``global``), or None for every scope.
@@ -89,7 +89,7 @@ def gather(mem: Memory, layer: str, settings: DreamSettings, *, scope: str | Non
     now = time.time() if now is None else now
     ctx = LayerContext(layer=layer, scope=scope)
     gatherer = {"solidify": _solidify, "comb": _comb, "wander": _wander, "dream": _dream}[layer]
-    gatherer(mem, ctx, settings, now)
+    gatherer(rt, ctx, settings, now)
     return ctx
 
 
@@ -136,9 +136,9 @@ def _memories_text(label: str, recs: list[MemoryRecord],
     return fence(label, body)
 
 
-def _facets_text(mem: Memory, ctx: LayerContext, entities: set[str], *, budget: int,
+def _facets_text(rt: Parts, ctx: LayerContext, entities: set[str], *, budget: int,
                  limit: int = 40) -> str:
-    rows = mem.profiles()
+    rows = SelfModel(rt.store, rt.config.caps).profiles()
     ctx.profile_versions = {(r["entity"], r["facet"]): int(r["version"]) for r in rows}
     # The people and systems of the memories shown come first; the rest fill up to the cap.
     # A facet is shown whole (up to the 4,000 characters an answer may write back).
@@ -160,8 +160,8 @@ def _facets_text(mem: Memory, ctx: LayerContext, entities: set[str], *, budget: 
     return fence("profiles", body) + more
 
 
-def _self_text(mem: Memory, ctx: LayerContext) -> str:
-    rows = mem.self_concept()
+def _self_text(rt: Parts, ctx: LayerContext) -> str:
+    rows = SelfModel(rt.store, rt.config.caps).self_concept()
     ctx.self_versions = {r["facet"]: int(r["version"]) for r in rows}
     if not rows:
         return _NOTHING + " — no self-concept yet (facets fact, terrain, reflection; version 0)"
@@ -169,8 +169,8 @@ def _self_text(mem: Memory, ctx: LayerContext) -> str:
         f"{r['facet']} (version {r['version']}): {_clip(r['content'], 4_000)}" for r in rows))
 
 
-def _dreams_text(mem: Memory, settings: DreamSettings, scopes: list[str] | None) -> str:
-    dreams = DreamStore(mem.store).by_kind("dream", scopes=scopes, limit=settings.recent_dreams)
+def _dreams_text(rt: Parts, settings: DreamSettings, scopes: list[str] | None) -> str:
+    dreams = DreamStore(rt.store).by_kind("dream", scopes=scopes, limit=settings.recent_dreams)
     if not dreams:
         return _NOTHING
     body = "\n\n".join(
@@ -187,12 +187,12 @@ def _remember(ctx: LayerContext, recs: list[MemoryRecord]) -> None:
 # -- solidify -------------------------------------------------------------------------------
 
 
-def _solidify(mem: Memory, ctx: LayerContext, settings: DreamSettings, now: float) -> None:
+def _solidify(rt: Parts, ctx: LayerContext, settings: DreamSettings, now: float) -> None:
     from tideline.sleep.scan import scan_unindexed
 
-    ds = DreamStore(mem.store)
-    scopes = scopes_for(ctx.scope)
-    scan = scan_unindexed(mem.store, scopes=scopes, max_memories=settings.solidify_unlinked)
+    ds = DreamStore(rt.store)
+    scopes = ctx.scopes
+    scan = scan_unindexed(rt.store, scopes=scopes, max_memories=settings.solidify_unlinked)
     turns_all = [t for ch in scan.track_b for t in ch.turns]
     since = min((t.recorded_at for t in turns_all), default=now)
     # The scanner leaves out linked turns; turns an earlier solidify judged not worth
@@ -266,9 +266,9 @@ def _scan_markdown(unlinked: list[MemoryRecord], batch: list[tuple[Chunk, list[T
 # -- comb -----------------------------------------------------------------------------------
 
 
-def _comb(mem: Memory, ctx: LayerContext, settings: DreamSettings, now: float) -> None:
-    ds = DreamStore(mem.store)
-    scopes = scopes_for(ctx.scope)
+def _comb(rt: Parts, ctx: LayerContext, settings: DreamSettings, now: float) -> None:
+    ds = DreamStore(rt.store)
+    scopes = ctx.scopes
     since = ds.last_applied("comb") or now - settings.comb_days * DAY
     cap = settings.comb_memories
     recent = ds.recent(since, scopes=scopes, limit=max(1, cap * 2 // 3),
@@ -278,13 +278,13 @@ def _comb(mem: Memory, ctx: LayerContext, settings: DreamSettings, now: float) -
         return
     chosen: dict[int, MemoryRecord] = {r.id: r for r in recent}
     # Older neighbours of what is new: where conflicts and re-weighing usually hide.
-    vectors = mem.store.memory_vectors(recent[:20], mem.embedder.dim)
+    vectors = rt.store.memory_vectors(recent[:20], rt.embedder.dim)
     for r in recent[:20]:
         vec = vectors.get(r.id)
         if vec is None or len(chosen) >= cap:
             continue
-        near = mem.vectors.search("m", list(dict.fromkeys([r.scope, "global"])), vec, 4)
-        found = mem.store.get_memories([k for k in near if k not in chosen])
+        near = rt.vectors.search("m", visible_scopes(r.scope), vec, 4)
+        found = rt.store.get_memories([k for k in near if k not in chosen])
         for k in sorted(found, key=lambda k: -near[k])[:3]:
             if found[k].status != "superseded" and len(chosen) < cap:
                 chosen[k] = found[k]
@@ -297,11 +297,11 @@ def _comb(mem: Memory, ctx: LayerContext, settings: DreamSettings, now: float) -
     week = now - 7 * DAY
     attention = ds.attention(week, ids=list(chosen), limit=len(chosen))
     top = ds.attention(week, limit=10, scopes=scopes)
-    top_recs = mem.store.get_memories(top)
+    top_recs = rt.store.get_memories(top)
     top_lines = [f"#{k} recalled {n}× — {_clip(top_recs[k].gesture, 120)}"
                  for k, n in top.items() if k in top_recs]
     entities = {e for r in recs for e in r.related_entities}
-    threads = mem.threads("open")[:20]
+    threads = SelfModel(rt.store, rt.config.caps).threads("open")[:20]
     thread_text = fence("threads", "\n".join(
         f"thread {t['id']}: {t['title']} — {_clip(t['body'], 300)} (from "
         f"{', '.join('#' + str(i) for i in t['source_memories'][:10])})" for t in threads)
@@ -310,43 +310,43 @@ def _comb(mem: Memory, ctx: LayerContext, settings: DreamSettings, now: float) -
         "now": iso(now) or "",
         "memories": _memories_text("memories", recs, attention),
         "attention": "\n".join(top_lines) if top_lines else "(no recalls in the last 7 days)",
-        "profiles": _facets_text(mem, ctx, entities, budget=settings.prompt_chars // 3),
-        "self_concept": _self_text(mem, ctx),
+        "profiles": _facets_text(rt, ctx, entities, budget=settings.prompt_chars // 3),
+        "self_concept": _self_text(rt, ctx),
         "threads": thread_text,
-        "dreams": _dreams_text(mem, settings, scopes),
+        "dreams": _dreams_text(rt, settings, scopes),
     })
 
 
 # -- wander ---------------------------------------------------------------------------------
 
 
-def _rng(mem: Memory, now: float, salt: str) -> random.Random:
+def _rng(rt: Parts, now: float, salt: str) -> random.Random:
     """A generator seeded by namespace and day: the same prompt all day, a new one tomorrow."""
     day = int(now // DAY)
-    digest = hashlib.sha256(f"{mem.store.namespace}:{day}:{salt}".encode()).digest()
+    digest = hashlib.sha256(f"{rt.store.namespace}:{day}:{salt}".encode()).digest()
     return random.Random(int.from_bytes(digest[:8], "big"))  # noqa: S311 - not for secrets
 
 
-def _wander(mem: Memory, ctx: LayerContext, settings: DreamSettings, now: float) -> None:
-    ds = DreamStore(mem.store)
-    scopes = scopes_for(ctx.scope)
+def _wander(rt: Parts, ctx: LayerContext, settings: DreamSettings, now: float) -> None:
+    ds = DreamStore(rt.store)
+    scopes = ctx.scopes
     resting = ds.wander_seeds(now - settings.wander_rest_days * DAY)
     top = ds.heaviest(scopes=scopes, limit=1, exclude_kinds=("dream",), exclude_ids=resting)
     if not top:
         ctx.empty = "no memory to start a wander from"
         return
     seed = top[0]
-    pool_scopes = (list(dict.fromkeys([seed.scope, "global"])) if seed.scope != "global"
+    pool_scopes = (visible_scopes(seed.scope) if seed.scope != "global"
                    else scopes)
     pool = [i for i in ds.live_ids(scopes=pool_scopes, limit=20_000,
                                    exclude_kinds=("dream",)) if i != seed.id]
     if len(pool) < 2:
         ctx.empty = "too few memories to wander among"
         return
-    rng = _rng(mem, now, f"wander:{seed.id}")
+    rng = _rng(rt, now, f"wander:{seed.id}")
     sample = rng.sample(pool, min(len(pool), 1_000))
-    records = mem.store.get_memories(sample)
-    vectors = mem.store.memory_vectors([seed, *records.values()], mem.embedder.dim)
+    records = rt.store.get_memories(sample)
+    vectors = rt.store.memory_vectors([seed, *records.values()], rt.embedder.dim)
     seed_vec = vectors.get(seed.id)
     keys = [k for k in sample if k in vectors and k in records]
     if seed_vec is None or not keys:
@@ -370,7 +370,7 @@ def _wander(mem: Memory, ctx: LayerContext, settings: DreamSettings, now: float)
                                           exclude_kinds=("dream",))
                   if k not in shown and k != seed.id]
     quiet_ids = rng.sample(quiet_pool, min(len(quiet_pool), settings.wander_random))
-    quiet = mem.store.get_memories(quiet_ids)
+    quiet = rt.store.get_memories(quiet_ids)
     ctx.seed = seed.id
     ctx.starts = frozenset([seed.id, *near])
     _remember(ctx, [seed, *(records[k] for k in near + bridges + far), *quiet.values()])
@@ -396,9 +396,9 @@ def _wander(mem: Memory, ctx: LayerContext, settings: DreamSettings, now: float)
 # -- dream ----------------------------------------------------------------------------------
 
 
-def _dream(mem: Memory, ctx: LayerContext, settings: DreamSettings, now: float) -> None:
-    ds = DreamStore(mem.store)
-    scopes = scopes_for(ctx.scope)
+def _dream(rt: Parts, ctx: LayerContext, settings: DreamSettings, now: float) -> None:
+    ds = DreamStore(rt.store)
+    scopes = ctx.scopes
     since = max(now - DAY, ds.last_applied("dream") or 0.0)
     day = ds.recent(since, scopes=scopes, limit=settings.dream_memories * 3,
                     exclude_kinds=("dream",))
@@ -419,7 +419,7 @@ def _dream(mem: Memory, ctx: LayerContext, settings: DreamSettings, now: float) 
     _remember(ctx, recs)
     ctx.batches.append({
         "memories": _memories_text("memories_of_the_day", recs),
-        "self_concept": _self_text(mem, ctx),
-        "dreams": _dreams_text(mem, settings, sorted(allowed)),
+        "self_concept": _self_text(rt, ctx),
+        "dreams": _dreams_text(rt, settings, sorted(allowed)),
     })
 

@@ -26,7 +26,7 @@ from tideline.models import MemoryRecord, Turn
 from tideline.write.validate import clean_name, clean_text, parse_time
 
 if TYPE_CHECKING:
-    from tideline.memory import Memory
+    from tideline.runtime import Runtime
 
 __all__ = [
     "Backfill", "CallRecord", "EdgeChange", "FacetChange", "LayerPlan", "NewMemory",
@@ -160,12 +160,12 @@ class LayerPlan:
 Journal = Callable[[CallRecord], None]
 
 
-def plan_layer(mem: Memory, ctx: LayerContext, provider: Provider, *,
+def plan_layer(rt: Runtime, ctx: LayerContext, provider: Provider, *,
                journal: Journal) -> LayerPlan:
     """Ask the model about every batch of ``ctx`` and check the answers.
 
     Args:
-        mem: the memory (read only here).
+        rt: the memory's parts (read only here).
         ctx: the gathered context.
         provider: where answers come from.
         journal: called with each call's record right after it returns.
@@ -197,7 +197,7 @@ def plan_layer(mem: Memory, ctx: LayerContext, provider: Provider, *,
             data, problems = parse_answer(answer.text, truncated=answer.truncated)
             part = LayerPlan(layer=ctx.layer, scope=ctx.scope)
             if not problems:
-                part, problems = interpret(mem, ctx, data, batch=index)
+                part, problems = interpret(rt, ctx, data, batch=index)
             journal(CallRecord(ctx.layer, provider.name, answer.model or provider.model,
                                answer.tokens_in, answer.tokens_out, elapsed, not problems,
                                attempt, answer.estimated, "; ".join(problems[:3])))
@@ -236,8 +236,8 @@ def agent_call(ctx: LayerContext, payload_text: str) -> CallRecord:
 class _Known:
     """Resolves ids named in an answer: against the prompt, or (agent-driven) the store."""
 
-    def __init__(self, mem: Memory, ctx: LayerContext, agent: bool) -> None:
-        self.mem = mem
+    def __init__(self, rt: Runtime, ctx: LayerContext, agent: bool) -> None:
+        self.rt = rt
         self.ctx = ctx
         self.agent = agent
 
@@ -249,14 +249,14 @@ class _Known:
     def memory(self, mid: int) -> MemoryRecord | None:
         rec = self.ctx.memories.get(mid)
         if rec is None and self.agent:
-            rec = self.mem.store.get_memories([mid]).get(mid)
+            rec = self.rt.store.get_memories([mid]).get(mid)
             if rec is not None and not self._in_scope(rec.scope):
                 rec = None
         return rec
 
     def turn(self, tid: int, batch: int) -> Turn | None:
         if self.agent:
-            found = self.ctx.turns.get(tid) or self.mem.store.get_turns([tid]).get(tid)
+            found = self.ctx.turns.get(tid) or self.rt.store.get_turns([tid]).get(tid)
             return found if found is not None and self._in_scope(found.scope) else None
         if batch < len(self.ctx.batch_turns) and tid not in self.ctx.batch_turns[batch]:
             return None
@@ -274,12 +274,12 @@ def _scopes_meet(a: str, b: str) -> bool:
     return a == b or "global" in (a, b)
 
 
-def interpret(mem: Memory, ctx: LayerContext, data: Any, *, batch: int = 0,
+def interpret(rt: Runtime, ctx: LayerContext, data: Any, *, batch: int = 0,
               agent: bool = False) -> tuple[LayerPlan, list[str]]:
     """Check an answer against the schema and the prompt, and turn it into a plan.
 
     Args:
-        mem: the memory.
+        rt: the memory's parts.
         ctx: what the prompt showed.
         data: the parsed answer.
         batch: which prompt of ``ctx`` was answered.
@@ -293,9 +293,9 @@ def interpret(mem: Memory, ctx: LayerContext, data: Any, *, batch: int = 0,
     problems = validate(data, SCHEMAS[ctx.layer])
     if problems:
         return plan, problems
-    known = _Known(mem, ctx, agent)
+    known = _Known(rt, ctx, agent)
     {"solidify": _solidify, "comb": _comb, "wander": _wander, "dream": _dream}[ctx.layer](
-        mem, known, data, plan, problems, batch)
+        rt, known, data, plan, problems, batch)
     return plan, problems[:20]
 
 
@@ -311,15 +311,15 @@ def _live(known: _Known, mid: int, where: str, problems: list[str]) -> MemoryRec
     return rec
 
 
-def _draft(mem: Memory, where: str, problems: list[str], **fields: Any) -> MemoryRecord | None:
+def _draft(rt: Runtime, where: str, problems: list[str], **fields: Any) -> MemoryRecord | None:
     try:
-        return mem._draft(**fields)
+        return rt.draft(**fields)
     except InvalidInput as exc:
         problems.append(f"{where}: {exc}")
         return None
 
 
-def _solidify(mem: Memory, known: _Known, data: dict[str, Any], plan: LayerPlan,
+def _solidify(rt: Runtime, known: _Known, data: dict[str, Any], plan: LayerPlan,
               problems: list[str], batch: int) -> None:
     def turns_of(ids: list[int], where: str) -> list[Turn] | None:
         found = []
@@ -354,7 +354,7 @@ def _solidify(mem: Memory, known: _Known, data: dict[str, Any], plan: LayerPlan,
             times = [t.timestamp for t in turns if t.timestamp is not None]
             event_time = min(times) if times else None
         draft = _draft(
-            mem, where, problems, gesture=item["gesture"], context=item.get("context", ""),
+            rt, where, problems, gesture=item["gesture"], context=item.get("context", ""),
             cognition_direction=item.get("cognition_direction", ""), kind=item["kind"],
             scope=scopes[0], tags=item.get("tags"), entities_role=item.get("entities_role", ""),
             related_entities=item.get("related_entities"),
@@ -382,9 +382,9 @@ def _solidify(mem: Memory, known: _Known, data: dict[str, Any], plan: LayerPlan,
                 plan.notes.append(f"skipped turns {[t.id for t in turns]}: {item['reason']}")
 
 
-def _comb(mem: Memory, known: _Known, data: dict[str, Any], plan: LayerPlan,
+def _comb(rt: Runtime, known: _Known, data: dict[str, Any], plan: LayerPlan,
           problems: list[str], batch: int) -> None:
-    caps = mem.config.caps
+    caps = rt.config.caps
     seen: set[int] = set()
     for i, item in enumerate(data["weights"]):
         where = f"$.weights[{i}]"
@@ -484,7 +484,7 @@ def _links_of(recs: list[MemoryRecord], cap: int) -> list[int]:
     return list(dict.fromkeys(t for r in recs for t in r.source_links))[:cap]
 
 
-def _wander(mem: Memory, known: _Known, data: dict[str, Any], plan: LayerPlan,
+def _wander(rt: Runtime, known: _Known, data: dict[str, Any], plan: LayerPlan,
             problems: list[str], batch: int) -> None:
     connections = data.get("connections") or []
     reflection = data.get("reflection")
@@ -528,12 +528,12 @@ def _wander(mem: Memory, known: _Known, data: dict[str, Any], plan: LayerPlan,
         scope = scopes.pop() if scopes else (ends[0].scope if ends else None)
         linked = list(dict.fromkeys(r.id for r in ends))
         draft = _draft(
-            mem, "$.reflection", problems, gesture=reflection["gesture"],
+            rt, "$.reflection", problems, gesture=reflection["gesture"],
             context=reflection.get("context", ""),
             cognition_direction=reflection.get("cognition_direction", ""), kind="reflection",
             scope=scope, tags=reflection.get("tags"), entities_role="",
             related_entities=list(dict.fromkeys(e for r in ends for e in r.related_entities))[
-                :mem.config.caps.entities],
+                :rt.config.caps.entities],
             source_links=_links_of(ends, 100), importance=reflection["importance"],
             emotional=reflection["emotional"], recurrence=reflection["recurrence"],
             unresolved=reflection["unresolved"], event_time=None)
@@ -543,7 +543,7 @@ def _wander(mem: Memory, known: _Known, data: dict[str, Any], plan: LayerPlan,
         plan.notes.append(str(data["note"]))
 
 
-def _dream(mem: Memory, known: _Known, data: dict[str, Any], plan: LayerPlan,
+def _dream(rt: Runtime, known: _Known, data: dict[str, Any], plan: LayerPlan,
            problems: list[str], batch: int) -> None:
     symbols: list[str] = []
     sources: list[MemoryRecord] = []
@@ -566,7 +566,7 @@ def _dream(mem: Memory, known: _Known, data: dict[str, Any], plan: LayerPlan,
     tags = ["dream", *[t for t in data.get("tags", []) if t.casefold() != "dream"]]
     # A dream never outweighs what really happened: importance is 1 whatever the model says.
     draft = _draft(
-        mem, "$", problems, gesture=data["reflection"], context=data["story"],
+        rt, "$", problems, gesture=data["reflection"], context=data["story"],
         cognition_direction="Symbols: " + "; ".join(symbols), kind="dream", scope=scope,
         tags=tags, entities_role="", related_entities=None,
         source_links=_links_of(sources, 100), importance=1, emotional=data["emotional"],

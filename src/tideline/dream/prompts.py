@@ -19,7 +19,7 @@ from tideline.dream.schemas import schema_text
 from tideline.dream.settings import LAYERS, DreamSettings
 
 if TYPE_CHECKING:
-    from tideline.memory import Memory
+    from tideline.runtime import Parts
 
 __all__ = ["LAYERS", "fill", "placeholders", "render_prompt", "template"]
 
@@ -74,7 +74,7 @@ def prompts_of(ctx: LayerContext) -> list[str]:
     return [fill(ctx.layer, values) for values in ctx.batches]
 
 
-def render_prompt(mem: Memory, layer: str, *, scope: str | None = None,
+def render_prompt(mem: Parts, layer: str, *, scope: str | None = None,
                   settings: DreamSettings | None = None) -> str:
     """A layer's prompt, filled with the store's current data.
 
@@ -83,7 +83,7 @@ def render_prompt(mem: Memory, layer: str, *, scope: str | None = None,
     batch; apply its answer and ask again for the next.
 
     Args:
-        mem: the memory.
+        mem: the memory (the facade, or its runtime).
         layer: ``solidify``, ``comb``, ``wander`` or ``dream``.
         scope: one project (with ``global``); default every scope.
         settings: bounds; default from the environment.

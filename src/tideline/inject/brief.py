@@ -17,18 +17,14 @@ from tideline.inject.tuning import InjectTuning
 from tideline.models import iso
 from tideline.project import ProjectInfo
 from tideline.render import memory_line, one_line, turn_line
+from tideline.scopes import visible_scopes
 from tideline.store.agent import AgentReader
 
-__all__ = ["BRIEF_SHARES", "BRIEF_TIERS", "build_brief", "scopes_for", "tier_t0", "tier_t2",
-           "tier_t2b", "tier_t3"]
+__all__ = ["BRIEF_SHARES", "BRIEF_TIERS", "build_brief", "tier_t0", "tier_t2", "tier_t2b",
+           "tier_t3"]
 
 BRIEF_TIERS = ("T0", "T2", "T2b", "T3")
 BRIEF_SHARES = {"T0": 0.3, "T2": 0.2, "T2b": 0.3, "T3": 0.2}
-
-
-def scopes_for(project: str | None) -> list[str]:
-    """The scopes one project sees: itself and ``global``."""
-    return list(dict.fromkeys([project or "global", "global"]))
 
 
 def tier_t0(reader: AgentReader, scopes: Sequence[str], info: ProjectInfo,
@@ -168,7 +164,7 @@ def build_brief(
     Returns:
         The fenced block and per-tier token counts.
     """
-    scopes = scopes_for(info.name)
+    scopes = visible_scopes(info.name)
     limit = tuning.brief_tokens if budget is None else int(budget)
     blocks: list[TierBlock] = []
     for name in BRIEF_TIERS:

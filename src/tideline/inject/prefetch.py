@@ -18,17 +18,18 @@ import dataclasses
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
-from tideline.inject.brief import scopes_for
 from tideline.inject.budget import estimate_tokens
 from tideline.inject.result import InjectResult, TierBlock, assemble
 from tideline.inject.tuning import InjectTuning
 from tideline.models import RecallItem, RecallPacket
 from tideline.project import ProjectInfo
+from tideline.recall.request import recall
 from tideline.render import item_line, one_line, turn_line
+from tideline.scopes import visible_scopes
 from tideline.store.agent import AgentReader
 
 if TYPE_CHECKING:
-    from tideline.memory import Memory
+    from tideline.runtime import Runtime
 
 __all__ = ["PREFETCH_SHARES", "RecentMode", "build_prefetch"]
 
@@ -56,21 +57,21 @@ def _line(item: RecallItem, chars: int) -> str:
     return item_line(dataclasses.replace(item, text=one_line(item.text, chars)))
 
 
-def _record(mem: Memory, packet: RecallPacket, items: Sequence[RecallItem], tier: str) -> None:
+def _record(rt: Runtime, packet: RecallPacket, items: Sequence[RecallItem], tier: str) -> None:
     from tideline.recall.journal import RecallJournal
 
-    RecallJournal(mem.store, tier).record(dataclasses.replace(packet, items=tuple(items)))
+    RecallJournal(rt.store, tier).record(dataclasses.replace(packet, items=tuple(items)))
 
 
 def build_prefetch(
-    mem: Memory, reader: AgentReader, query: str, *, info: ProjectInfo, tuning: InjectTuning,
+    rt: Runtime, reader: AgentReader, query: str, *, info: ProjectInfo, tuning: InjectTuning,
     budget: int | None = None, session: str | None = None, recent: RecentMode = "session",
     log: bool = True,
 ) -> InjectResult:
     """Build the T1/T4 block for one prompt within a token budget.
 
     Args:
-        mem: the facade (for recall and the journal).
+        rt: the memory's parts (for recall and the journal).
         reader: SQL access to the store.
         query: the user's prompt.
         info: the project whose scope (plus ``global``) is searched.
@@ -93,14 +94,14 @@ def build_prefetch(
         empty = (TierBlock("T1", note="empty prompt"), TierBlock("T4", note="empty prompt"))
         return InjectResult(kind="prefetch", text="", tiers=empty, tokens=0, budget=limit,
                             project=info.name, rule=info.rule, session=session, query="")
-    scopes = scopes_for(info.name)
-    profile = mem.embedder.profile
+    scopes = visible_scopes(info.name)
+    profile = rt.embedder.profile
     floor = tuning.t1_floor if tuning.t1_floor is not None else (
         profile.abstain if tuning.t1_floor_from == "abstain" else profile.floor)
     recent_turns, recent_note = _recent(reader, scopes, session, recent, tuning)
-    packet = mem.recall(query, scope=info.name or "global",
-                        limit=max(1, tuning.t1_limit + tuning.t4_limit), abstain=False,
-                        include_turns=True, log=False)
+    packet = recall(rt, query, scope=info.name or "global",
+                    limit=max(1, tuning.t1_limit + tuning.t4_limit), abstain=False,
+                    include_turns=True, log=False)
     shown = {t["id"] for t in recent_turns}
     items = [i for i in packet.items if i.status != "dormant" and not (i.type == "turn" and (
         (session and i.session == session) or i.turn_id in shown))]
@@ -117,9 +118,9 @@ def build_prefetch(
             t4 = [i for i in items if (i.type, i.id) not in chosen][: tuning.t4_limit]
             t4_note = f"T1 brought {len(t1)} < {tuning.t4_trigger}"
     if log and packet.query:
-        _record(mem, packet, t1, "T1")
+        _record(rt, packet, t1, "T1")
         if len(t1) < tuning.t4_trigger:
-            _record(mem, packet, t4, "T4")
+            _record(rt, packet, t4, "T4")
     t1_lines = [f"Recent ({recent_note}): " + turn_line(t, tuning.t2b_turn_chars)
                 for t in recent_turns]
     t1_lines += [_line(i, tuning.item_chars) for i in t1]

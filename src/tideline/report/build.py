@@ -26,7 +26,7 @@ from tideline.store.consolidation import ConsolidationStore
 from tideline.store.reporting import ReportStore
 
 if TYPE_CHECKING:
-    from tideline.memory import Memory
+    from tideline.runtime import Runtime
 
 __all__ = ["REFLECT_RATIO_WARN", "build_report"]
 
@@ -49,11 +49,11 @@ def _pct(values: list[float], q: float) -> float | None:
     return round(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo), 3)
 
 
-def build_report(mem: Memory, *, days: int = 30, now: float | None = None) -> dict[str, Any]:
+def build_report(rt: Runtime, *, days: int = 30, now: float | None = None) -> dict[str, Any]:
     """Build the report over the last ``days`` days.
 
     Args:
-        mem: the opened memory.
+        rt: the opened memory's parts.
         days: the window of the time series.
         now: the end of the window (default: the clock).
 
@@ -64,9 +64,9 @@ def build_report(mem: Memory, *, days: int = 30, now: float | None = None) -> di
     day0 = datetime.fromtimestamp(end, tz=UTC).date() - timedelta(days=days - 1)
     since = datetime(day0.year, day0.month, day0.day, tzinfo=UTC).timestamp()
     labels = [(day0 + timedelta(days=i)).isoformat() for i in range(days)]
-    rs = ReportStore(mem.store)
-    cons = ConsolidationStore(mem.store)
-    totals = mem.store.stats()
+    rs = ReportStore(rt.store)
+    cons = ConsolidationStore(rt.store)
+    totals = rt.store.stats()
     warnings: list[str] = []
 
     growth = _growth(rs, since, days, labels)
@@ -75,7 +75,7 @@ def build_report(mem: Memory, *, days: int = 30, now: float | None = None) -> di
     feedback = _feedback(rs, since, recall["count"])
     if feedback["warning"]:
         warnings.append(feedback["warning"])
-    dyn_part = _dynamics(mem, cons, rs, since, end)
+    dyn_part = _dynamics(rt, cons, rs, since, end)
     sleeps = _sleeps(rs, since)
     if sleeps["count"] == 0:
         warnings.append("no sleep has run yet: run `tideline sleep` (or install the Stop hook)")
@@ -89,13 +89,13 @@ def build_report(mem: Memory, *, days: int = 30, now: float | None = None) -> di
     return {
         "generated_at": iso(end),
         "window": {"days": days, "since": iso(since), "until": iso(end)},
-        "store": str(mem.config.home), "namespace": mem.config.namespace,
-        "embedder": mem.embedder.marker,
+        "store": str(rt.config.home), "namespace": rt.config.namespace,
+        "embedder": rt.embedder.marker,
         "totals": totals,
         "growth": growth, "gate": gate, "recall": recall, "feedback": feedback,
         **dyn_part,
         "sleeps": sleeps,
-        "associations": _associations(mem, rs, totals),
+        "associations": _associations(rt, rs, totals),
         "attention": attention,
         "clusters": _cluster_map(cons, attention),
         "topics": cons.topics(None, 15),
@@ -187,13 +187,13 @@ def _item(rec: Any, now: float, dyn: Any, **extra: Any) -> dict[str, Any]:
             **extra}
 
 
-def _dynamics(mem: Memory, cons: ConsolidationStore, rs: ReportStore, since: float,
+def _dynamics(rt: Runtime, cons: ConsolidationStore, rs: ReportStore, since: float,
               now: float) -> dict[str, Any]:
     import numpy as np
 
     from tideline.sleep.curve import curves
 
-    dyn = mem.config.dynamics
+    dyn = rt.config.dynamics
     rows = cons.dynamics_rows()
     rewarded: dict[int, float] = {}
     for _ts, ids, reward in rs.reflects(since):
@@ -260,9 +260,9 @@ def _sleeps(rs: ReportStore, since: float) -> dict[str, Any]:
             "last": recent[0]["at"] if recent else None, "recent": recent}
 
 
-def _associations(mem: Memory, rs: ReportStore, totals: dict[str, Any]) -> dict[str, Any]:
+def _associations(rt: Runtime, rs: ReportStore, totals: dict[str, Any]) -> dict[str, Any]:
     strongest = rs.strongest_associations(12)
-    recs = mem.store.get_memories({x for a, b, _ in strongest for x in (a, b)})
+    recs = rt.store.get_memories({x for a, b, _ in strongest for x in (a, b)})
     return {"co_recall_edges": int(totals.get("edges", {}).get("co_recall", 0)),
             "strongest": [{"src": a, "dst": b, "weight": round(w, 4),
                            "src_text": _short(recs[a].gesture) if a in recs else "",

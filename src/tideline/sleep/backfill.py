@@ -47,9 +47,9 @@ def run(ctx: SleepContext) -> dict[str, Any]:
     unlinked = cons.unlinked()
     fresh = [m for m in unlinked if m.id > mem_cursor]
     stale = [m for m in unlinked if m.id <= mem_cursor] if max_turn > turn_cursor else []
-    threshold = ctx.mem.embedder.profile.related
+    threshold = ctx.rt.embedder.profile.related
     window = t.backfill_window_hours * 3600.0
-    dim = ctx.mem.embedder.dim
+    dim = ctx.rt.embedder.dim
     updates: list[tuple[int, int, list[int]]] = []
     examined = 0
     by_scope: dict[str, list[tuple[MemoryRecord, int]]] = {}

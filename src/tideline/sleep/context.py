@@ -1,4 +1,4 @@
-"""What every sleep step receives: the memory, the sleep-side store, the settings and the time."""
+"""What every sleep step receives: the runtime, the sleep-side store, the settings and the time."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from tideline.config import Dynamics, SleepTuning
 from tideline.store.consolidation import ConsolidationStore
 
 if TYPE_CHECKING:
-    from tideline.memory import Memory
+    from tideline.runtime import Runtime
 
 __all__ = ["SleepContext", "guard"]
 
@@ -21,7 +21,7 @@ class SleepContext:
     """The state one sleep run shares between its steps.
 
     Attributes:
-        mem: the memory facade (profiles are written through it).
+        rt: the memory's parts (store, embedder and its guard, settings).
         cons: the sleep-side SQL.
         tuning: sleep settings.
         dyn: trace-dynamics settings.
@@ -31,7 +31,7 @@ class SleepContext:
         keywords: memory id → keyword counts, filled once per run when a step needs them.
     """
 
-    mem: Memory
+    rt: Runtime
     cons: ConsolidationStore
     tuning: SleepTuning
     dyn: Dynamics

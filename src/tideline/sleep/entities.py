@@ -25,6 +25,7 @@ from collections import Counter
 from itertools import combinations
 from typing import Any
 
+from tideline.cognition import SelfModel
 from tideline.errors import Conflict, InvalidInput
 from tideline.sleep.context import SleepContext
 
@@ -136,7 +137,8 @@ def run(ctx: SleepContext) -> dict[str, Any]:
     nodes, edges = build_graph(ctx.cons.entity_rows())
     ctx.cons.replace_entity_graph(nodes, edges, ctx.now)
     written = unchanged = conflicts = skipped = 0
-    existing = {(p["entity"], p["facet"]): p for p in ctx.mem.profiles()}
+    model = SelfModel(ctx.rt.store, ctx.rt.config.caps)
+    existing = {(p["entity"], p["facet"]): p for p in model.profiles()}
     for node in nodes:
         if sum(node["roles"].values()) < ctx.tuning.entity_profile_min:
             continue
@@ -151,8 +153,8 @@ def run(ctx: SleepContext) -> dict[str, Any]:
                 unchanged += 1
                 continue
             try:
-                ctx.mem.update_profile(node["entity"], facet, content,
-                                       expected_version=cur["version"] if cur else 0)
+                model.update_profile(node["entity"], facet, content,
+                                     expected_version=cur["version"] if cur else 0)
                 written += 1
             except Conflict:
                 conflicts += 1

@@ -35,7 +35,7 @@ from tideline.sleep.gate import skipped
 from tideline.store.consolidation import ConsolidationStore
 
 if TYPE_CHECKING:
-    from tideline.memory import Memory
+    from tideline.runtime import Runtime
 
 __all__ = ["STEPS", "run_sleep"]
 
@@ -57,13 +57,13 @@ _READ_ONLY = frozenset({"scan"})
 
 
 def run_sleep(
-    mem: Memory, *, only: str | None = None, force: bool = False, now: float | None = None,
+    rt: Runtime, *, only: str | None = None, force: bool = False, now: float | None = None,
     wait_s: float | None = None, progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
-    """Run a (gated, serialised) sleep over ``mem``.
+    """Run a (gated, serialised) sleep over ``rt``'s store.
 
     Args:
-        mem: the opened memory.
+        rt: the opened memory's parts.
         only: run just this step (no gate, no marker update).
         force: run even if nothing changed; let guarded steps go on; rebuild clusters.
         now: the time to treat as now (tests and simulations); default the clock.
@@ -80,8 +80,8 @@ def run_sleep(
     if only is not None and only not in STEPS:
         raise InvalidInput(f"unknown sleep step {only!r}; steps: {', '.join(STEPS)}")
     started = time.perf_counter()
-    tuning = mem.config.sleep
-    cons = ConsolidationStore(mem.store)
+    tuning = rt.config.sleep
+    cons = ConsolidationStore(rt.store)
     clock = time.time() if now is None else now
     refresh = tuning.refresh_after_hours * 3600.0
     gated = only is None and not force
@@ -111,24 +111,24 @@ def run_sleep(
                 res = skipped("done by another sleep", view, started)
                 res["waited_s"] = round(waited, 3)
                 return res
-        return _run_steps(mem, cons, only=only, force=force, now=clock, holder=holder,
+        return _run_steps(rt, cons, only=only, force=force, now=clock, holder=holder,
                           progress=progress, started=started, waited=waited)
     finally:
         cons.release_lock(holder)
 
 
 def _run_steps(
-    mem: Memory, cons: ConsolidationStore, *, only: str | None, force: bool, now: float,
+    rt: Runtime, cons: ConsolidationStore, *, only: str | None, force: bool, now: float,
     holder: str, progress: Callable[[str], None] | None, started: float, waited: float,
 ) -> dict[str, Any]:
-    tuning = mem.config.sleep
+    tuning = rt.config.sleep
     before = cons.total_count()
     backup = None
-    if mem.config.backups_keep > 0 and only not in _READ_ONLY:
-        backup = str(mem.store.db.backup("sleep", keep=mem.config.backups_keep,
-                                         max_bytes=mem.config.backups_max_mb * 1024 * 1024))
+    if rt.config.backups_keep > 0 and only not in _READ_ONLY:
+        backup = str(rt.store.db.backup("sleep", keep=rt.config.backups_keep,
+                                        max_bytes=rt.config.backups_max_mb * 1024 * 1024))
     backup_ms = round((time.perf_counter() - started) * 1000, 1)
-    ctx = SleepContext(mem=mem, cons=cons, tuning=tuning, dyn=mem.config.dynamics, now=now,
+    ctx = SleepContext(rt=rt, cons=cons, tuning=tuning, dyn=rt.config.dynamics, now=now,
                        force=force, progress=progress)
     steps: dict[str, Any] = {}
     errors: dict[str, str] = {}

@@ -149,7 +149,7 @@ def run(ctx: Any) -> dict[str, Any]:
         Metrics: track A memories and track B turns and chunks.
     """
     t = ctx.tuning
-    res = scan_unindexed(ctx.mem.store, gap_minutes=t.scan_gap_minutes,
+    res = scan_unindexed(ctx.rt.store, gap_minutes=t.scan_gap_minutes,
                          max_turns=t.scan_max_turns)
     return {"track_a": len(res.track_a), "track_b_turns": sum(len(c.turns) for c in res.track_b),
             "track_b_chunks": len(res.track_b)}

@@ -87,7 +87,7 @@ def run(ctx: SleepContext) -> dict[str, Any]:
 def _load(ctx: SleepContext, scope: str, ids: list[int] | None) -> tuple[list[int], np.ndarray]:
     import numpy as np
 
-    dim = ctx.mem.embedder.dim
+    dim = ctx.rt.embedder.dim
     wanted = set(ids) if ids is not None else None
     keys: list[int] = []
     blobs: list[bytes] = []
@@ -127,7 +127,7 @@ def _old(ctx: SleepContext, scope: str) -> tuple[list[int], np.ndarray]:
     import numpy as np
 
     rows = ctx.cons.centroids([scope])
-    dim = ctx.mem.embedder.dim
+    dim = ctx.rt.embedder.dim
     if not rows:
         return [], np.zeros((0, dim), dtype=np.float32)
     mat = np.frombuffer(b"".join(r[2] for r in rows), dtype=np.float32).reshape(len(rows), dim)

@@ -21,10 +21,10 @@ def run(ctx: SleepContext) -> dict[str, Any]:
     Returns:
         Metrics: ``filled``, ``left`` and the embedder's state (ok, down, none).
     """
-    guard = ctx.mem.embed_guard
+    guard = ctx.rt.guard
     if guard.full_text_only:
         return {"filled": 0, "left": 0, "embedder": "none"}
-    if not pending.flagged(ctx.mem.store):
+    if not pending.flagged(ctx.rt.store):
         return {"filled": 0, "left": 0, "embedder": "down" if guard.down else "ok"}
-    result = pending.fill(ctx.mem.store, guard.passages)
+    result = pending.fill(ctx.rt.store, guard.passages)
     return {**result, "embedder": "down" if guard.down else "ok"}

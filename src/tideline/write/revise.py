@@ -10,7 +10,7 @@ from tideline.errors import Conflict, InvalidInput
 from tideline.models import WriteResult
 
 if TYPE_CHECKING:
-    from tideline.memory import Memory
+    from tideline.runtime import Runtime
 
 __all__ = ["revise_memory"]
 
@@ -20,12 +20,12 @@ _EDITABLE = {
 }
 
 
-def revise_memory(memory: Memory, memory_id: int, text: str | None,
+def revise_memory(rt: Runtime, memory_id: int, text: str | None,
                   fields: dict[str, Any], *, scope: str | None = None) -> WriteResult:
     """Write a new version of ``memory_id`` and mark the old one superseded.
 
     Args:
-        memory: the memory facade.
+        rt: the memory's parts (store, write-path input, embedder guard).
         memory_id: the memory to revise.
         text: the new gesture (None: unchanged).
         fields: other fields to change.
@@ -40,7 +40,7 @@ def revise_memory(memory: Memory, memory_id: int, text: str | None,
     unknown = set(fields) - _EDITABLE
     if unknown:
         raise InvalidInput(f"cannot revise field(s): {', '.join(sorted(unknown))}")
-    old = memory.get(memory_id, scope=scope)
+    old = rt.get(memory_id, scope=scope)
     if old.status == "superseded":
         raise Conflict(f"memory {memory_id} is already superseded; revise its newest version")
     values: dict[str, Any] = {
@@ -53,13 +53,13 @@ def revise_memory(memory: Memory, memory_id: int, text: str | None,
         "event_time": old.event_time,
     }
     values.update(fields)
-    draft = memory._draft(**values)
+    draft = rt.draft(**values)
     draft = dataclasses.replace(draft, supersedes=old.id, version=old.version + 1,
                                 reinforcements=old.reinforcements, stability=old.stability)
-    embedded = memory.embed_guard.passages([draft.text])  # None: stored, vector pending
+    embedded = rt.guard.passages([draft.text])  # None: stored, vector pending
     vector = None if embedded is None else embedded[0]
     now = time.time()
-    store = memory.store
+    store = rt.store
     with store.db.write() as c:
         current = store.get_memory(memory_id, c)
         if current.version != old.version or current.status == "superseded":
@@ -71,4 +71,4 @@ def revise_memory(memory: Memory, memory_id: int, text: str | None,
         store.copy_edges(c, memory_id, new_id, ("related", "co_recall", "contradicts"), now)
         store.log_event(c, "revise", {"old": memory_id, "new": new_id}, memory_id=new_id, now=now)
     return WriteResult(id=new_id, decision="new", nearest=memory_id, scope=fresh.scope,
-                       vector_pending=vector is None and not memory.embed_guard.full_text_only)
+                       vector_pending=vector is None and not rt.guard.full_text_only)

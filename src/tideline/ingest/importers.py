@@ -1,0 +1,236 @@
+"""Raw turns into the store: ``add_turns`` and the importers built on it.
+
+The facade's ``add_turns``, ``import_claude``, ``import_hermes``, ``import_jsonl`` and
+``capture_turns`` delegate here; each function takes the memory's
+:class:`~tideline.runtime.Runtime` (and, where known message ids are looked up, the
+store's :class:`~tideline.store.agent.AgentReader`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+from tideline.errors import InputTooLarge, InvalidInput
+from tideline.write.validate import clean_callback, clean_name, clean_seq, clean_text
+
+if TYPE_CHECKING:
+    from tideline.models import ImportResult
+    from tideline.runtime import Runtime
+    from tideline.store.agent import AgentReader
+
+__all__ = ["add_turns", "capture_turns", "import_claude", "import_hermes", "import_jsonl"]
+
+Progress = Callable[[int, int], None]
+
+
+def add_turns(
+    rt: Runtime, turns: Iterable[Mapping[str, Any]], *, scope: str | None = None,
+    source: str = "api", session: str | None = None, progress: Progress | None = None,
+    idempotency_key: str | None = None,
+) -> ImportResult:
+    """Store one batch of raw turns whole (see :meth:`tideline.Memory.add_turns`).
+
+    Returns:
+        Inserted and skipped counts, the new ids and the id of every turn of the batch.
+
+    Raises:
+        InvalidInput: a turn is malformed (nothing of the batch is written).
+        InputTooLarge: the batch or a turn is over its cap.
+    """
+    from tideline.ingest.turns import prepare_turns, store_turns
+
+    batch = clean_seq(turns, "turns")
+    caps = rt.config.caps
+    if len(batch) > caps.batch:
+        raise InputTooLarge(f"batch of {len(batch)} turns; the cap is {caps.batch}")
+    if session is not None:
+        session = clean_text(session, "session", caps.name_chars, required=True)
+    clean_callback(progress)
+    rows = cast("list[Mapping[str, Any]]", batch)  # each item is checked there
+    salt = ""
+    if idempotency_key is not None:
+        salt = clean_text(idempotency_key, "idempotency_key", 200, required=True)
+    prepared = prepare_turns(
+        rows, scope=rt.scope(scope, write=True), source=clean_name(source, "source", caps),
+        session=session, caps=caps, next_index=rt.store.next_turn_index, salt=salt,
+    )
+    result = store_turns(rt.store, rt.embedder, prepared, progress=progress,
+                         txn_turns=caps.import_batch, embed=rt.guard.passages)
+    if result.inserted and not rt.guard.down:
+        rt.writer.fill_pending()
+    return result
+
+
+def _import_turns(rt: Runtime, turns: list[dict[str, Any]], *, source: str, scope: str | None,
+                  progress: Progress | None) -> tuple[int, int, set[str], list[int]]:
+    batch = rt.config.caps.batch
+    inserted = skipped = 0
+    sessions: set[str] = set()
+    ids: list[int] = []
+    total = len(turns)
+    for start in range(0, total, batch):
+        chunk = turns[start:start + batch]
+
+        def step(done: int, _n: int, base: int = start) -> None:
+            if progress is not None:
+                progress(base + done, total)
+
+        res = add_turns(rt, chunk, scope=scope, source=source, progress=step)
+        inserted += res.inserted
+        skipped += res.skipped
+        ids.extend(res.turn_ids)
+        sessions.update(str(t.get("session")) for t in chunk)
+    if progress is not None:
+        progress(total, total)
+    return inserted, skipped, sessions, ids
+
+
+def import_claude(
+    rt: Runtime, reader: AgentReader, paths: list[str | Path] | None, *, scope: str | None,
+    tool_results: bool, progress: Progress | None,
+) -> dict[str, Any]:
+    """Import Claude Code transcripts (see :meth:`tideline.Memory.import_claude`).
+
+    Raises:
+        NotFound: a given path does not exist.
+    """
+    from tideline.ingest.claude import SOURCE, find_transcripts, parse_transcript
+
+    files = find_transcripts(paths)
+    turns: list[dict[str, Any]] = []
+    dropped: Counter[str] = Counter()
+    for f in files:
+        parsed = parse_transcript(f, scope=scope, tool_results=tool_results)
+        turns.extend(parsed.turns)
+        dropped.update(parsed.skipped)
+    known = reader.existing_message_ids(SOURCE, [str(t["id"]) for t in turns])
+    fresh: list[dict[str, Any]] = []
+    for t in turns:  # a message copied into several transcripts is stored once
+        if t["id"] not in known:
+            known.add(t["id"])
+            fresh.append(t)
+    inserted, skipped, sessions, ids = _import_turns(rt, fresh, source=SOURCE, scope=scope,
+                                                     progress=progress)
+    return {"source": SOURCE, "files": len(files), "turns": len(turns),
+            "inserted": inserted, "skipped": skipped + len(turns) - len(fresh),
+            "sessions": len({t["session"] for t in turns}), "dropped": dict(dropped),
+            "turn_ids": ids}
+
+
+def import_hermes(
+    rt: Runtime, reader: AgentReader, paths: list[str | Path] | None, *, scope: str | None,
+    session: str | None, tool_results: bool, progress: Progress | None,
+) -> dict[str, Any]:
+    """Import Hermes Agent sessions (see :meth:`tideline.Memory.import_hermes`).
+
+    Raises:
+        NotFound: no sessions at a path.
+        StoreCorrupt: a database is not Hermes'.
+    """
+    from tideline.ingest.hermes import SOURCE, hermes_turns, read_hermes
+
+    sessions = read_hermes(paths, session=session)
+    parsed = hermes_turns(sessions, scope=scope, tool_results=tool_results)
+    known = reader.existing_message_ids(SOURCE, [str(t["id"]) for t in parsed.turns
+                                                 if "id" in t])
+    fresh: list[dict[str, Any]] = []
+    prints: dict[str, set[tuple[str, str]]] = {}
+    duplicates = 0
+    for t in parsed.turns:
+        if t.get("id") in known:
+            continue
+        sid = str(t["session"])
+        if sid not in prints:
+            prints[sid] = reader.session_fingerprints(sid)
+        if (t["role"], t["text"]) in prints[sid]:
+            duplicates += 1
+            continue
+        fresh.append(t)
+    inserted, skipped, _sessions, ids = _import_turns(rt, fresh, source=SOURCE,
+                                                      scope=scope, progress=progress)
+    return {"source": SOURCE, "sessions": len(parsed.sessions), "turns": len(parsed.turns),
+            "inserted": inserted,
+            "skipped": skipped + len(parsed.turns) - len(fresh),
+            "captured_live": duplicates, "dropped": dict(parsed.skipped), "turn_ids": ids}
+
+
+def import_jsonl(
+    rt: Runtime, file: Path, *, scope: str | None, source: str, progress: Progress | None,
+    size: int,
+) -> dict[str, Any]:
+    """Import a JSONL chat, ``size`` lines per transaction (see ``Memory.import_jsonl``).
+
+    Raises:
+        NotFound: no such file.
+        InvalidInput: a line is not a JSON object or a turn is malformed.
+        InputTooLarge: a line or a turn is over its cap.
+    """
+    from tideline.ingest.jsonl import count_lines, iter_jsonl
+    from tideline.ingest.turns import Occurrences, prepare_turns, store_turns
+
+    caps = rt.config.caps
+    total = count_lines(file)
+    where = rt.scope(scope, write=True)
+    src = clean_name(source, "source", caps)
+    occurrences = Occurrences()
+    sessions: set[str] = set()
+    ids: list[int] = []
+    read = inserted = skipped = batches = 0
+    rows: list[tuple[int, dict[str, Any]]] = []
+
+    def flush() -> None:
+        nonlocal read, inserted, skipped, batches
+        turns = prepare_turns([obj for _, obj in rows], scope=where, source=src,
+                              session=None, caps=caps, next_index=rt.store.next_turn_index,
+                              occurrences=occurrences,
+                              labels=[f"{file}:{n}" for n, _ in rows])
+        res = store_turns(rt.store, rt.embedder, turns, txn_turns=size)
+        read += len(turns)
+        inserted += res.inserted
+        skipped += res.skipped
+        batches += 1
+        ids.extend(res.turn_ids)
+        sessions.update(t.session for t in turns)
+        if progress is not None:
+            progress(rows[-1][0], total)
+        rows.clear()
+
+    for item in iter_jsonl(file, line_bytes=caps.line_bytes):
+        rows.append(item)
+        if len(rows) >= size:
+            flush()
+    if rows:
+        flush()
+    if progress is not None:
+        progress(total, total)
+    return {"source": src, "files": 1, "turns": read, "inserted": inserted,
+            "skipped": skipped, "sessions": len(sessions), "batches": batches,
+            "turn_ids": ids}
+
+
+def capture_turns(
+    rt: Runtime, reader: AgentReader, turns: Sequence[Mapping[str, Any]], *, source: str,
+    scope: str | None = None,
+) -> dict[str, Any]:
+    """Store turns handed over live, skipping known ids (see ``Memory.capture_turns``).
+
+    Raises:
+        InvalidInput: a turn is not an object, or a malformed source.
+    """
+    rows = []
+    for pos, t in enumerate(clean_seq(turns, "turns")):
+        if not isinstance(t, Mapping):
+            raise InvalidInput(f"turn {pos}: expected an object, got {type(t).__name__}")
+        rows.append(dict(t))
+    source = clean_name(source, "source", rt.config.caps)
+    known = reader.existing_message_ids(source, [str(t["id"]) for t in rows if t.get("id")])
+    fresh = [t for t in rows if not t.get("id") or str(t["id"]) not in known]
+    if not fresh:
+        return {"inserted": 0, "skipped": len(rows), "turn_ids": []}
+    inserted, skipped, _s, ids = _import_turns(rt, fresh, source=source, scope=scope,
+                                               progress=None)
+    return {"inserted": inserted, "skipped": skipped + len(rows) - len(fresh),
+            "turn_ids": ids}

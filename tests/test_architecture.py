@@ -1,0 +1,219 @@
+"""Import boundaries of ``src/tideline``, checked on an AST import graph (issue 11, "Shape").
+
+The graph has an edge for every import a module names — at module level, inside a
+function, and under ``if TYPE_CHECKING:`` — because each of them is a dependency
+a reader has to follow, even when a deferred import hides it at run time. The
+review (``structure-2026-12.md``) measured one strongly connected component of 14
+modules through ``tideline.memory`` this way; these rules keep it at none.
+
+An import names one module: ``from a.b import c`` is an edge to ``a.b.c`` when that
+is a module, else to ``a.b``. The parent packages a submodule import runs are not
+edges (every import would otherwise pass through the root package, which
+re-exports the facade).
+
+The rules are data: add a :class:`Forbidden` to :data:`FORBIDDEN` or a group to
+:data:`CYCLE_FREE`, and the tests below check it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+import tideline
+
+SRC = Path(tideline.__file__).parent
+
+
+def package(name: str) -> tuple[str, str]:
+    """The patterns of a package and everything in it."""
+    return name, name + ".*"
+
+#: The facade and what stands above it: the package root (which re-exports it), the
+#: surfaces that call it (CLI, MCP, hooks, plugins) and the programs that drive one
+#: (bench, demo). Everything else is below the facade.
+ABOVE_FACADE = ("tideline", "tideline.__main__", "tideline._entry", "tideline.memory",
+                *package("tideline.cli"), *package("tideline.mcp"), *package("tideline.hooks"),
+                *package("tideline.plugins"), *package("tideline.bench"),
+                *package("tideline.demo"))
+
+
+@dataclass(frozen=True)
+class Forbidden:
+    """Modules matching ``importers`` (minus ``allowed``) must not import ``imported``.
+
+    Each entry is a module-name pattern (:func:`fnmatch.fnmatchcase`): ``tideline.store``
+    is that package's ``__init__`` only, ``tideline.store.*`` everything in it.
+    """
+
+    name: str
+    importers: tuple[str, ...]
+    imported: tuple[str, ...]
+    allowed: tuple[str, ...] = ()
+
+
+FORBIDDEN = [
+    Forbidden("nothing below the facade imports it", importers=("tideline.*",),
+              imported=("tideline.memory",), allowed=ABOVE_FACADE),
+]
+
+#: Groups no import cycle may pass through: a strongly connected component of the
+#: graph must not hold any module matching the group's patterns.
+CYCLE_FREE = {
+    "facade, sleep, dream and inject": ("tideline.memory", *package("tideline.sleep"),
+                                        *package("tideline.dream"), *package("tideline.inject")),
+}
+
+
+def matches(module: str, patterns: tuple[str, ...]) -> bool:
+    """Whether ``module`` matches one of the module-name patterns."""
+    return any(fnmatchcase(module, p) for p in patterns)
+
+
+def module_names(root: Path) -> dict[str, Path]:
+    """Every module below ``root`` (a package directory) by dotted name."""
+    out = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """Module → the modules of the same package it imports, wherever the import sits."""
+    modules = module_names(root)
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        named: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                named.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    source = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    source = node.module or ""
+                for alias in node.names:
+                    sub = f"{source}.{alias.name}"
+                    named.add(sub if sub in modules else source)
+        graph[name] = {m for m in named if m in modules and m != name}
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[set[str]]:
+    """The strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+    counter = 0
+    for start in graph:
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = counter
+        counter += 1
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph[child]))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = set()
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.add(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(component)
+    return found
+
+
+def violations(graph: dict[str, set[str]], rule: Forbidden) -> list[str]:
+    """``importer -> imported`` for every edge the rule forbids."""
+    return sorted(f"{src} -> {dst}" for src, dsts in graph.items() for dst in dsts
+                  if matches(src, rule.importers) and not matches(src, rule.allowed)
+                  and matches(dst, rule.imported))
+
+
+def cycles_through(graph: dict[str, set[str]], group: tuple[str, ...]) -> list[list[str]]:
+    """The import cycles that hold a module of ``group``."""
+    return [sorted(c) for c in cycles(graph) if any(matches(m, group) for m in c)]
+
+
+@cache
+def tideline_graph() -> dict[str, set[str]]:
+    return import_graph(SRC)
+
+
+@pytest.mark.parametrize("rule", FORBIDDEN, ids=lambda r: r.name)
+def test_forbidden_imports(rule: Forbidden) -> None:
+    """Reproducer: before the facade composed a Runtime, 12 modules below it
+    (sleep.{context,orchestrate}, dream.{mixin,apply,context,plan,prompts},
+    inject.{mixin,prefetch}, report.build, write.revise, archive.exchange) imported
+    ``tideline.memory``."""
+    assert violations(tideline_graph(), rule) == []
+
+
+@pytest.mark.parametrize("group", sorted(CYCLE_FREE), ids=str)
+def test_no_import_cycle_through(group: str) -> None:
+    """Reproducer: the 14-module component of the structure review — memory,
+    sleep.{mixin,orchestrate,context,attention}, dream.{mixin,apply,context,plan,prompts},
+    inject.{mixin,prefetch}, report.build, write.revise — which had grown to 16 with
+    archive.exchange and the package root by the time it was removed."""
+    assert cycles_through(tideline_graph(), CYCLE_FREE[group]) == []
+
+
+def test_the_graph_sees_every_kind_of_import(tmp_path: Path) -> None:
+    """The checker finds a cycle and a forbidden edge that exist only under TYPE_CHECKING,
+    in a function and through a relative import — the ways the old cycle was hidden."""
+    pkg = tmp_path / "pkg"
+    (pkg / "sub").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "top.py").write_text("def f():\n    from pkg.sub import low\n")
+    (pkg / "sub" / "__init__.py").write_text("")
+    (pkg / "sub" / "low.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..top import f\n")
+    (pkg / "sub" / "leaf.py").write_text("from pkg import top\n")
+    graph = import_graph(pkg)
+    assert graph["pkg.top"] == {"pkg.sub.low"}
+    assert graph["pkg.sub.low"] == {"pkg.top"}
+    assert graph["pkg.sub.leaf"] == {"pkg.top"}
+    assert cycles_through(graph, package("pkg.sub")) == [["pkg.sub.low", "pkg.top"]]
+    assert cycles_through(graph, ("pkg.sub.leaf",)) == []
+    rule = Forbidden("sub stays below top", importers=package("pkg.sub"), imported=("pkg.top",),
+                     allowed=("pkg.sub.leaf",))
+    assert violations(graph, rule) == ["pkg.sub.low -> pkg.top"]
+
+
+def test_the_facade_is_in_the_graph() -> None:
+    """The rules look at the real package: the facade and its layers are all there."""
+    graph = tideline_graph()
+    assert "tideline.runtime" in graph["tideline.memory"]
+    assert {"tideline.sleep.orchestrate", "tideline.dream.run", "tideline.inject.prefetch",
+            "tideline.ingest.importers"} <= set(graph)
