@@ -43,7 +43,16 @@ from tideline.mcp.schemas import (
     ReviseOut,
     SelfConceptOut,
 )
-from tideline.render import fence, memory_line, packet_text, turn_line, write_line
+from tideline.render import (
+    fence,
+    forget_line,
+    memory_line,
+    packet_text,
+    reflect_line,
+    revise_line,
+    turn_line,
+    write_line,
+)
 from tideline.write.validate import INT64_MAX, clean_text
 
 if TYPE_CHECKING:
@@ -150,7 +159,7 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         name: the server name announced to clients.
 
     Returns:
-        The server; run it with ``.run("stdio")`` or :func:`tideline.mcp.http.serve_http`.
+        The server; run it with ``.run("stdio")`` or :func:`tideline.mcp.transports.serve_http`.
     """
     from tideline import __version__
 
@@ -289,7 +298,7 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
     ) -> Annotated[CallToolResult, ReflectOut]:
         def body() -> CallToolResult:
             res = mem.reflect(ids, reward, scope=project)
-            return _ok(res, f"updated {res['updated']}; missing {res['missing']}")
+            return _ok(res, reflect_line(res))
         return guard("reflect", body)
 
     @server.tool(name="revise", annotations=additive, description=(
@@ -317,7 +326,7 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
                                         ("importance", importance)) if v is not None}
             res = mem.revise(memory_id, text, scope=project, **fields)
             return _ok(res.to_dict() | {"supersedes": memory_id},
-                       f"memory #{res.id} supersedes #{memory_id}")
+                       revise_line(res.id, memory_id))
         return guard("revise", body)
 
     @server.tool(name="forget", annotations=ToolAnnotations(
@@ -331,7 +340,7 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
                ) -> Annotated[CallToolResult, ForgetOut]:
         def body() -> CallToolResult:
             res = mem.forget(memory_id, scope=project)
-            return _ok(res, f"forgot memory #{memory_id}")
+            return _ok(res, forget_line(res))
         return guard("forget", body)
 
     @server.tool(name="read_context", annotations=readonly, description=(
