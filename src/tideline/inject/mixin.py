@@ -351,7 +351,7 @@ class InjectMixin:
             NotFound: no sessions at a path.
             StoreCorrupt: a database is not Hermes'.
         """
-        from tideline.ingest.hermes import SOURCE, hermes_turns, read_hermes
+        from tideline.ingest.hermes import SOURCE, hermes_turns, read_hermes, unseen_turns
 
         tool_results = clean_flag(tool_results, "tool_results")
         clean_callback(progress)
@@ -363,19 +363,8 @@ class InjectMixin:
         reader = self._agent
         known = reader.existing_message_ids(SOURCE, [str(t["id"]) for t in parsed.turns
                                                      if "id" in t])
-        fresh: list[dict[str, Any]] = []
-        prints: dict[str, set[tuple[str, str]]] = {}
-        duplicates = 0
-        for t in parsed.turns:
-            if t.get("id") in known:
-                continue
-            sid = str(t["session"])
-            if sid not in prints:
-                prints[sid] = reader.session_fingerprints(sid)
-            if (t["role"], t["text"]) in prints[sid]:
-                duplicates += 1
-                continue
-            fresh.append(t)
+        fresh, duplicates = unseen_turns([t for t in parsed.turns if t.get("id") not in known],
+                                         reader.session_fingerprints)
         inserted, skipped, _sessions, ids = self._import_turns(fresh, source=SOURCE,
                                                                scope=scope, progress=progress)
         return {"source": SOURCE, "sessions": len(parsed.sessions), "turns": len(parsed.turns),

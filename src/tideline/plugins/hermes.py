@@ -383,21 +383,11 @@ def _from_messages(messages: Sequence[dict[str, Any]] | None, sid: str) -> list[
 
 def _unseen(mem: Memory, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Drop turns whose (session, role, text) is stored already (captured by another path)."""
+    from tideline.ingest.hermes import unseen_turns
     from tideline.store.agent import AgentReader
 
     reader = AgentReader(mem.store.db, mem.store.namespace)
-    prints: dict[str, set[tuple[str, str]]] = {}
-    fresh = []
-    for t in turns:
-        sid = str(t["session"])
-        if sid not in prints:
-            prints[sid] = reader.session_fingerprints(sid)
-        key = (str(t["role"]), str(t["text"]).strip())
-        if key in prints[sid]:
-            continue
-        prints[sid].add(key)
-        fresh.append(t)
-    return fresh
+    return unseen_turns(turns, reader.session_fingerprints)[0]
 
 
 # -- installation into a Hermes home ------------------------------------------------------
