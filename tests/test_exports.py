@@ -55,11 +55,13 @@ def _commented(mod: ModuleType, attr: str) -> bool | None:
     """Whether the assignment of ``attr`` in ``mod`` is commented; None: not assigned there.
 
     Documented means: a comment on its line, a comment heading the block of assignments
-    it belongs to (no blank line between), or an attribute docstring right below it.
+    it belongs to (no blank line between), or an attribute docstring right below it. A
+    one-line ``from … import`` of it counts as its assignment.
     """
     lines = inspect.getsource(mod).splitlines()
     for pos, line in enumerate(lines):
-        if re.match(rf"{re.escape(attr)}\s*(:[^=]*)?=", line):
+        if re.match(rf"{re.escape(attr)}\s*(:[^=]*)?=|from \S+ import .*\b{re.escape(attr)}\b$",
+                    line):
             if "#" in line or lines[pos + 1:pos + 2] and lines[pos + 1].startswith('"'):
                 return True
             above = pos - 1
@@ -67,7 +69,8 @@ def _commented(mod: ModuleType, attr: str) -> bool | None:
                 if lines[above].lstrip().startswith("#"):
                     return True
                 above -= 1
-            return False
+            # An uncommented import may be documented where it comes from.
+            return None if line.startswith("from ") else False
     return None
 
 
