@@ -32,31 +32,13 @@ if TYPE_CHECKING:
     from tideline.memory import ImportResult, Memory
     from tideline.models import MemoryRecord, RecallItem, RecallPacket, Turn, WriteResult
 
+#: The version of the ``tideline-memory`` distribution this package is.
 from tideline._version import __version__
 
-_WHERE = {
-    "Config": "tideline.config",
-    "Conflict": "tideline.errors",
-    "EmbedderError": "tideline.errors",
-    "EmbedderMismatch": "tideline.errors",
-    "InputTooLarge": "tideline.errors",
-    "InvalidInput": "tideline.errors",
-    "NotFound": "tideline.errors",
-    "SchemaTooNew": "tideline.errors",
-    "StoreBusy": "tideline.errors",
-    "StoreCorrupt": "tideline.errors",
-    "StoreError": "tideline.errors",
-    "StoreFull": "tideline.errors",
-    "TidelineError": "tideline.errors",
-    "ImportResult": "tideline.memory",
-    "Memory": "tideline.memory",
-    "MemoryRecord": "tideline.models",
-    "RecallItem": "tideline.models",
-    "RecallPacket": "tideline.models",
-    "Turn": "tideline.models",
-    "WriteResult": "tideline.models",
-}
-
+#: The public API, the one list of it: each name is imported on first use from the
+#: first module of ``_SOURCES`` whose own ``__all__`` holds it (the ``TYPE_CHECKING``
+#: imports above repeat it for type checkers; ``tests/test_exports.py`` keeps the two
+#: in step).
 __all__ = [
     "Config",
     "Conflict",
@@ -81,14 +63,19 @@ __all__ = [
     "__version__",
 ]
 
+# Lightest first: a hook that only needs an error class never imports the facade.
+_SOURCES = ("tideline.errors", "tideline.models", "tideline.config", "tideline.memory")
+
 
 def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module 'tideline' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    if name in __all__:
+        for source in _SOURCES:
+            module = importlib.import_module(source)
+            if name in getattr(module, "__all__", ()):
+                value = getattr(module, name)
+                globals()[name] = value
+                return value
+    raise AttributeError(f"module 'tideline' has no attribute {name!r}")
 
 
 def __dir__() -> list[str]:

@@ -20,6 +20,7 @@ from tideline.models import MemoryRecord
 
 __all__ = ["DAY", "reinforce", "retention", "weaken"]
 
+#: Seconds in a day: retention and half-lives are counted in days.
 DAY = 86_400.0
 
 

@@ -80,6 +80,7 @@ class ArchiveInvalid(InvalidInput):
 
     code = "archive_invalid"
     exit_code = 7
+    jsonrpc_code = -32602
 
 
 class UnsafePath(InvalidInput):
@@ -87,6 +88,7 @@ class UnsafePath(InvalidInput):
 
     code = "unsafe_path"
     exit_code = 8
+    jsonrpc_code = -32602
 
 
 class NotFound(TidelineError, LookupError):
@@ -150,6 +152,7 @@ class BackendUnavailable(StoreError):
 
     code = "backend_unavailable"
     exit_code = 15
+    jsonrpc_code = -32016
 
 
 class EmbedderMismatch(TidelineError):

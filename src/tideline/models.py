@@ -32,6 +32,7 @@ __all__ = [
     "iso",
 ]
 
+#: The kinds of memory.
 KINDS = (
     "fact",
     "episode",
@@ -43,8 +44,11 @@ KINDS = (
     "procedure",
     "identity",
 )
+#: A memory's lifecycle states.
 STATUSES = ("episodic", "semantic", "superseded", "dormant")
+#: The typed edges between memories.
 EDGE_TYPES = ("related", "co_recall", "supersedes", "contradicts")
+#: The novelty gate's outcomes.
 Decision = Literal["new", "potentiate", "link"]
 
 # The seed's weight formula; the coefficients sum to 1, so the raw value lies in 1..5.

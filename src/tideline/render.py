@@ -13,11 +13,14 @@ from tideline.models import RecallItem, RecallPacket
 
 __all__ = [
     "fence",
+    "forget_line",
     "item_line",
     "memory_line",
     "neutralise_sentinels",
     "one_line",
     "packet_text",
+    "reflect_line",
+    "revise_line",
     "strip_invisible",
     "turn_line",
     "write_line",
@@ -111,6 +114,21 @@ def write_line(result: dict[str, Any]) -> str:
                if result.get("vector_pending") else "")
     return (f"{result['decision']} → memory #{result['id']} in {result['scope']}{near}{replay}"
             f"{pending}")
+
+
+def reflect_line(result: dict[str, Any]) -> str:
+    """One line for a feedback outcome (the dict :meth:`tideline.Memory.reflect` returns)."""
+    return f"updated {result['updated']}; missing {result['missing']}"
+
+
+def revise_line(memory_id: int, supersedes: int) -> str:
+    """One line for a revision: the new memory and the one it supersedes."""
+    return f"memory #{memory_id} supersedes #{supersedes}"
+
+
+def forget_line(result: dict[str, Any]) -> str:
+    """One line for a deletion (the dict :meth:`tideline.Memory.forget` returns)."""
+    return f"forgot memory #{result['forgotten']}"
 
 
 def item_line(item: RecallItem) -> str:

@@ -8,11 +8,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tideline import Memory
-from tideline.errors import NotFound, StoreCorrupt
+from tideline.errors import InvalidInput, NotFound, StoreCorrupt
 
 
 @pytest.fixture
@@ -83,7 +86,88 @@ def test_bad_inputs(mem: Memory, tmp_path: Path) -> None:
         mem.import_hermes([other])
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({"id": "x"}) + "\n")
-    from tideline.errors import InvalidInput
-
     with pytest.raises(InvalidInput):
         mem.import_hermes([bad])
+
+
+# A fake GitHub token: stored redacted, so its raw text never matches the stored one.
+TOKEN = "ghp_" + "A1b2C3d4E5" * 3 + "F6g7H8"
+CAFE = "cafe\u0301 au lait, bitte"  # NFD, as macOS keyboards type it; stored as NFC
+
+
+def _provider(store: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    from tideline.plugins.hermes import TidelineMemoryProvider
+
+    monkeypatch.setenv("TIDELINE_PROJECT", "global")  # not this checkout's directory name
+
+    provider = TidelineMemoryProvider(store=store, embedder="hashing")
+    provider.initialize("sess-9")
+    return provider
+
+
+def _state_db(path: Path, texts: list[tuple[str, str]]) -> Path:
+    from hermes_state import SessionDB
+
+    db = SessionDB(path)
+    db.create_session("sess-9", "cli")
+    for n, (role, text) in enumerate(texts):
+        db.append_message("sess-9", role, text, timestamp=time.time() - 100 + n)
+    db.close()
+    return path
+
+
+def test_live_captured_turns_with_a_secret_or_nfd_text_are_not_imported_twice(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 11 (one fingerprint dedup): the import compared raw text with the stored,
+    redacted and NFC-normalised text, so these two turns were stored a second time."""
+    texts = [("user", f"my token is {TOKEN} and I want {CAFE}"), ("assistant", "Noted.\n")]
+    provider = _provider(tmp_path / "store", monkeypatch)
+    provider.sync_turn(texts[0][1], texts[1][1], session_id="sess-9")
+    provider.shutdown()
+    db = _state_db(tmp_path / "state.db", texts + [("user", "and a croissant")])
+    with Memory.open(tmp_path / "store", embedder="hashing", project="global") as mem:
+        res = mem.import_hermes([db], scope="global")
+        assert (res["captured_live"], res["inserted"]) == (2, 1)
+        turns = mem.read_context(session="sess-9", limit=10, scope="global")["turns"]
+    assert [t["role"] for t in turns] == ["user", "assistant", "user"]
+    assert TOKEN not in turns[0]["text"]
+
+
+def test_the_plugin_does_not_capture_again_what_an_import_stored(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 11 (one fingerprint dedup): the plugin stripped but did not normalise."""
+    texts = [("user", f"{CAFE} with {TOKEN}"), ("assistant", "Coming up.")]
+    db = _state_db(tmp_path / "state.db", texts)
+    with Memory.open(tmp_path / "store", embedder="hashing", project="global") as mem:
+        assert mem.import_hermes([db], scope="global")["inserted"] == 2
+    provider = _provider(tmp_path / "store", monkeypatch)
+    provider.on_session_end([{"role": r, "content": t} for r, t in texts]
+                            + [{"role": "user", "content": "Thanks!"}])
+    provider.shutdown()
+    with Memory.open(tmp_path / "store", embedder="hashing", project="global") as mem:
+        turns = mem.read_context(session="sess-9", limit=10, scope="global")["turns"]
+    assert len(turns) == 3 and turns[-1]["text"] == "Thanks!"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=300), st.sampled_from(["user", "assistant"]))
+def test_a_stored_text_is_always_recognised(text: str, role: str) -> None:
+    """Whatever the text, the form storage keeps is what the dedup compares with."""
+    from tideline.ingest.hermes import unseen_turns
+    from tideline.write.validate import clean_text
+
+    try:
+        stored = clean_text(text, "text", 10_000, required=True)
+    except InvalidInput:
+        return  # storage refuses it: there is nothing stored to recognise
+    turn = {"session": "s", "role": role, "text": text}
+    asked: list[str] = []
+
+    def prints(session: str) -> set[tuple[str, str]]:
+        asked.append(session)
+        return {(role, stored)}
+
+    assert unseen_turns([turn, dict(turn)], prints) == ([], 2)
+    assert asked == ["s"]
+    other = {"session": "s", "role": role, "text": stored + " (again)"}
+    assert unseen_turns([other, other], prints) == ([other, other], 0)

@@ -30,7 +30,9 @@ from tideline.errors import ArchiveInvalid, InputTooLarge, SchemaTooNew
 __all__ = ["FORMAT", "FORMAT_VERSION", "MAX_LINE_BYTES", "TABLES", "ArchiveReader",
            "BodyWriter", "Header", "Sink", "decode_row", "encode_row"]
 
+#: The archive's format name, the first field of its header line.
 FORMAT = "tideline-archive"
+#: The format version this Tideline writes (and the newest it reads).
 FORMAT_VERSION = 1
 # One row per line: a memory at its field caps, or a 4096-dim vector in base64, fits well.
 MAX_LINE_BYTES = 8 * 2**20

@@ -43,6 +43,7 @@ from tideline.memory import Memory
 
 __all__ = ["CATEGORIES", "check", "load", "main", "run", "turn_rows"]
 
+#: The question categories of the conversation bench, in report order.
 CATEGORIES = ("single_hop", "multi_hop", "temporal", "open", "unanswerable")
 ANSWERABLE = tuple(c for c in CATEGORIES if c != "unanswerable")
 SOURCE = "bench-conversation"

@@ -49,7 +49,9 @@ from tideline.models import RecallPacket
 
 __all__ = ["CATEGORIES", "KS", "load", "main", "ranked_turns", "run", "score", "turn_rows"]
 
+#: LoCoMo's question categories (its numbers 1–5, named), in report order.
 CATEGORIES = ("single-hop", "multi-hop", "temporal", "open-domain", "adversarial")
+#: The k of every recall@k the bench reports.
 KS = (1, 5, 10, 25)
 SOURCE = "locomo"
 _WORDS = re.compile(r"\w+")

@@ -21,6 +21,7 @@ __all__ = ["DISTRIBUTION", "app", "installed_version", "main"]
 #: The name on PyPI (``pip install tideline-memory``); import name and command are ``tideline``.
 DISTRIBUTION = "tideline-memory"
 
+#: The ``tideline`` command (its sub-commands register themselves on it).
 app = typer.Typer(
     name="tideline",
     help="Tideline: long-term memory for LLM agents.",

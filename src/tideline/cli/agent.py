@@ -69,8 +69,14 @@ def serve(
     import dataclasses
 
     from tideline.errors import InvalidInput
-    from tideline.mcp.http import ENV_TOKEN, check_binding, read_token, serve_http, serve_stdio
     from tideline.mcp.server import build_server
+    from tideline.mcp.transports import (
+        ENV_TOKEN,
+        check_binding,
+        read_token,
+        serve_http,
+        serve_stdio,
+    )
 
     if token is not None:
         # Every user on the machine can read a process's arguments (`ps`, /proc).

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -102,11 +102,13 @@ def remember(
     embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Remember free text (novelty-gated: new, link or potentiate)."""
+    from tideline.render import write_line
+
     with opened(store, namespace, embedder) as mem:
         res = mem.remember(text, scope=scope, kind=kind, tags=tag, importance=importance,
                            emotional=emotional, recurrence=recurrence, unresolved=unresolved,
                            event_time=event_time, idempotency_key=key, source="cli")
-    emit(res.to_dict(), as_json, lambda: _write_line(res.to_dict()))
+    emit(res.to_dict(), as_json, lambda: write_line(res.to_dict()))
 
 
 @app.command()
@@ -130,19 +132,15 @@ def write(
     embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Write a structured narrative memory."""
+    from tideline.render import write_line
+
     with opened(store, namespace, embedder) as mem:
         res = mem.write(gesture, context=context, cognition_direction=direction, kind=kind,
                         scope=scope, tags=tag, entities_role=entities_role,
                         related_entities=entity, source_links=link, importance=importance,
                         emotional=emotional, recurrence=recurrence, unresolved=unresolved,
                         event_time=event_time, idempotency_key=key, source="cli")
-    emit(res.to_dict(), as_json, lambda: _write_line(res.to_dict()))
-
-
-def _write_line(d: dict[str, Any]) -> str:
-    from tideline.render import write_line  # one wording for the CLI and the MCP server
-
-    return write_line(d)
+    emit(res.to_dict(), as_json, lambda: write_line(res.to_dict()))
 
 
 @app.command()
@@ -178,9 +176,11 @@ def reflect(
     embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Reward or penalise recalled memories (of the project and global)."""
+    from tideline.render import reflect_line
+
     with opened(store, namespace, embedder) as mem:
         res = mem.reflect(ids, reward, scope=scope)
-    emit(res, as_json, lambda: f"updated {res['updated']}; missing {res['missing']}")
+    emit(res, as_json, lambda: reflect_line(res))
 
 
 @app.command()
@@ -192,9 +192,11 @@ def revise(
     embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Write a new version that supersedes a memory (history kept)."""
+    from tideline.render import revise_line
+
     with opened(store, namespace, embedder) as mem:
         res = mem.revise(memory_id, text, scope=scope)
-    emit(res.to_dict(), as_json, lambda: f"memory #{res.id} supersedes #{memory_id}")
+    emit(res.to_dict(), as_json, lambda: revise_line(res.id, memory_id))
 
 
 @app.command()
@@ -205,9 +207,11 @@ def forget(
     embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Delete a memory for real (privacy); journaled."""
+    from tideline.render import forget_line
+
     with opened(store, namespace, embedder) as mem:
         res = mem.forget(memory_id, scope=scope)
-    emit(res, as_json, lambda: f"forgot memory #{memory_id}")
+    emit(res, as_json, lambda: forget_line(res))
 
 
 @app.command()

@@ -250,6 +250,7 @@ _DREAM: dict[str, Any] = {
     },
 }
 
+#: Each layer's answer schema (JSON Schema), by layer name.
 SCHEMAS: dict[str, dict[str, Any]] = {
     "solidify": _SOLIDIFY, "comb": _COMB, "wander": _WANDER, "dream": _DREAM,
 }

@@ -17,7 +17,9 @@ from tideline.dream.errors import DreamError
 
 __all__ = ["LAYERS", "PROVIDERS", "DreamSettings", "parse_layers"]
 
+#: The DREAM layers, in the order a full dream runs them.
 LAYERS = ("solidify", "comb", "wander", "dream")
+#: The LLM providers a dream can call.
 PROVIDERS = ("openai", "anthropic", "command")
 
 

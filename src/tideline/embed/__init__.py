@@ -50,6 +50,7 @@ __all__ = [
     "profile_for",
 ]
 
+#: The names :func:`make_embedder` takes (``--embedder``, ``TIDELINE_EMBEDDER``).
 EMBEDDER_NAMES = ("e5", "hashing", "http", "none")
 
 ENV_URL = "TIDELINE_EMBED_URL"

@@ -31,6 +31,7 @@ __all__ = [
     "parse_marker",
 ]
 
+#: A batch of embeddings: float32, one row per text.
 Vectors = npt.NDArray[np.float32]
 
 

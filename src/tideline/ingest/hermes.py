@@ -12,24 +12,29 @@ one JSON object per session with a ``messages`` list. Both are read here:
 * the project scope is named after the session's ``git_repo_root`` or ``cwd``.
 
 Sessions already captured live by the Hermes plugin (same session, same role and
-text) are recognised by the facade and not stored twice.
+text) are not stored twice, and the plugin does not capture again what an import
+stored: both ask :func:`unseen_turns`.
+
+``state.db`` is Hermes' own file, not a Tideline store, so it is read here with
+:mod:`sqlite3` directly (read-only), not through :mod:`tideline.store`.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tideline.errors import InvalidInput, NotFound
+from tideline.errors import InvalidInput, NotFound, StoreCorrupt, from_sqlite
 from tideline.project import project_for_directory
-from tideline.store.agent import read_hermes_sessions
-from tideline.write.validate import parse_time
+from tideline.write.validate import clean_text, parse_time
 
-__all__ = ["HermesSessions", "hermes_home", "hermes_turns", "read_hermes"]
+__all__ = ["HermesSessions", "hermes_home", "hermes_turns", "read_hermes",
+           "read_hermes_sessions", "unseen_turns"]
 
 SOURCE = "hermes"
 TURN_CHARS = 90_000
@@ -50,6 +55,69 @@ def hermes_home() -> Path:
     """Hermes' home directory: ``$HERMES_HOME`` or ``~/.hermes``."""
     env = (os.environ.get("HERMES_HOME") or "").strip()
     return Path(env).expanduser() if env else Path.home() / ".hermes"
+
+
+def read_hermes_sessions(path: Path, *, session: str | None = None,
+                         limit: int = 100_000) -> list[dict[str, Any]]:
+    """Read Hermes Agent sessions and their messages from its ``state.db`` (read-only).
+
+    Only columns that exist are read, so older and newer Hermes schemas both work.
+
+    Args:
+        path: the ``state.db`` file.
+        session: only this session id (or unique prefix).
+        limit: at most this many sessions, newest first.
+
+    Returns:
+        Session dicts (``id``, ``source``, ``started_at``, ``cwd``, ``git_repo_root``,
+        ``title``) each with ``messages`` (``id``, ``role``, ``content``, ``tool_name``,
+        ``timestamp``), oldest message first.
+
+    Raises:
+        NotFound: no such file or session.
+        StoreCorrupt: not a Hermes session database.
+    """
+    if not path.is_file():
+        raise NotFound(f"no such file: {path}")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error as exc:
+        raise from_sqlite(exc) from exc
+    try:
+        tables = {r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
+        if not {"sessions", "messages"} <= tables:
+            raise StoreCorrupt(f"{path} is not a Hermes session database")
+        scols = {r[1] for r in conn.execute("PRAGMA table_info(sessions)").fetchall()}
+        mcols = {r[1] for r in conn.execute("PRAGMA table_info(messages)").fetchall()}
+        want_s = [c for c in ("id", "source", "started_at", "ended_at", "cwd", "git_repo_root",
+                              "title", "parent_session_id") if c in scols]
+        want_m = [c for c in ("id", "role", "content", "tool_name", "timestamp", "active")
+                  if c in mcols]
+        if "id" not in want_s or not {"id", "role", "content"} <= set(want_m):
+            raise StoreCorrupt(f"{path}: unexpected Hermes schema")
+        order = "started_at DESC" if "started_at" in scols else "rowid DESC"
+        sql = f"SELECT {', '.join(want_s)} FROM sessions"  # noqa: S608
+        args: list[Any] = []
+        if session:
+            sql += " WHERE id = ? OR substr(id, 1, ?) = ?"
+            args += [session, len(session), session]
+        rows = conn.execute(sql + f" ORDER BY {order} LIMIT ?", (*args, limit)).fetchall()
+        if session and not rows:
+            raise NotFound(f"no Hermes session {session!r} in {path}")
+        out: list[dict[str, Any]] = []
+        msg_sql = (f"SELECT {', '.join(want_m)} FROM messages WHERE session_id = ? "  # noqa: S608
+                   "ORDER BY " + ("timestamp, id" if "timestamp" in mcols else "id"))
+        for row in rows:
+            sess = dict(zip(want_s, row, strict=True))
+            sess["messages"] = [dict(zip(want_m, m, strict=True))
+                                for m in conn.execute(msg_sql, (sess["id"],)).fetchall()]
+            out.append(sess)
+        return out
+    except sqlite3.Error as exc:
+        raise from_sqlite(exc) from exc
+    finally:
+        conn.close()
 
 
 def _read_export(path: Path) -> list[dict[str, Any]]:
@@ -168,3 +236,48 @@ def hermes_turns(sessions: Iterable[dict[str, Any]], *, scope: str | None = None
             out.sessions.add(sid)
             index += 1
     return out
+
+
+def unseen_turns(
+    turns: Iterable[dict[str, Any]], stored: Callable[[str], Iterable[tuple[str, str]]],
+) -> tuple[list[dict[str, Any]], int]:
+    """Drop the turns whose (session, role, text) is stored already.
+
+    Hermes' live capture (ids ``live:<session>:<position>``) and an import of its
+    ``state.db`` (ids ``<session>:<message id>``) name the same message differently, so
+    the message id cannot tell them apart; the session, role and text can. A turn's
+    text is compared in the form it would be stored in (stripped, NFC, secrets
+    redacted: :func:`tideline.write.validate.clean_text`), so a message holding a
+    credential or typed in decomposed Unicode is recognised too. A text repeated
+    within ``turns`` is kept each time: only what is stored counts.
+
+    Args:
+        turns: raw-turn mappings with ``session``, ``role`` and ``text``.
+        stored: a session's stored (role, text) pairs
+            (:meth:`tideline.store.agent.AgentReader.session_fingerprints`); asked once
+            per session.
+
+    Returns:
+        The turns not stored yet, in their order, and how many were dropped.
+    """
+    prints: dict[str, set[tuple[str, str]]] = {}
+    fresh: list[dict[str, Any]] = []
+    dropped = 0
+    for t in turns:
+        sid = str(t["session"])
+        if sid not in prints:
+            prints[sid] = {(str(role), str(text).strip()) for role, text in stored(sid)}
+        if (str(t["role"]), _as_stored(t["text"])) in prints[sid]:
+            dropped += 1
+        else:
+            fresh.append(t)
+    return fresh, dropped
+
+
+def _as_stored(text: object) -> str:
+    if not isinstance(text, str):
+        return str(text).strip()
+    try:  # a cap the text cannot exceed: only the normalisation matters here
+        return clean_text(text, "text", 4 * len(text) + 16)
+    except InvalidInput:  # NUL or a lone surrogate: storing it will refuse it anyway
+        return text.strip()

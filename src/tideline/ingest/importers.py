@@ -130,25 +130,14 @@ def import_hermes(
         NotFound: no sessions at a path.
         StoreCorrupt: a database is not Hermes'.
     """
-    from tideline.ingest.hermes import SOURCE, hermes_turns, read_hermes
+    from tideline.ingest.hermes import SOURCE, hermes_turns, read_hermes, unseen_turns
 
     sessions = read_hermes(paths, session=session)
     parsed = hermes_turns(sessions, scope=scope, tool_results=tool_results)
     known = reader.existing_message_ids(SOURCE, [str(t["id"]) for t in parsed.turns
                                                  if "id" in t])
-    fresh: list[dict[str, Any]] = []
-    prints: dict[str, set[tuple[str, str]]] = {}
-    duplicates = 0
-    for t in parsed.turns:
-        if t.get("id") in known:
-            continue
-        sid = str(t["session"])
-        if sid not in prints:
-            prints[sid] = reader.session_fingerprints(sid)
-        if (t["role"], t["text"]) in prints[sid]:
-            duplicates += 1
-            continue
-        fresh.append(t)
+    fresh, duplicates = unseen_turns([t for t in parsed.turns if t.get("id") not in known],
+                                     reader.session_fingerprints)
     inserted, skipped, _sessions, ids = _import_turns(rt, fresh, source=SOURCE,
                                                       scope=scope, progress=progress)
     return {"source": SOURCE, "sessions": len(parsed.sessions), "turns": len(parsed.turns),

@@ -23,6 +23,7 @@ from tideline.store.agent import AgentReader
 __all__ = ["BRIEF_SHARES", "BRIEF_TIERS", "build_brief", "tier_t0", "tier_t2", "tier_t2b",
            "tier_t3"]
 
+#: The tiers of the session brief, and each one's share of its token budget.
 BRIEF_TIERS = ("T0", "T2", "T2b", "T3")
 BRIEF_SHARES = {"T0": 0.3, "T2": 0.2, "T2b": 0.3, "T3": 0.2}
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 __all__ = ["ENV_IDENTITY", "IdentityDoc", "identity_path", "read_identity"]
 
+#: The variable naming the identity file (default ``<store>/SOUL.md``).
 ENV_IDENTITY = "TIDELINE_IDENTITY"
 DEFAULT_NAME = "SOUL.md"
 MAX_BYTES = 256 * 1024

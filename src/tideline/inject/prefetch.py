@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 
 __all__ = ["PREFETCH_SHARES", "RecentMode", "build_prefetch"]
 
+#: The shares of the prefetch budget: T1 (session bridge) and T4 (active retrieval).
 PREFETCH_SHARES = {"T1": 0.6, "T4": 0.4}
+#: Which recent turns T1 shows: this session's, the bridge to the last one, or none.
 RecentMode = Literal["session", "bridge", "off"]
 
 

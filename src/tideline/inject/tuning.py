@@ -23,6 +23,7 @@ from tideline.errors import InvalidInput
 
 __all__ = ["ENV_PREFIX", "InjectTuning"]
 
+#: Every injection setting can be set as ``TIDELINE_INJECT_<FIELD>``.
 ENV_PREFIX = "TIDELINE_INJECT_"
 
 

@@ -8,5 +8,5 @@ from __future__ import annotations
 
 __all__ = ["build_server", "serve_http", "serve_stdio"]
 
-from tideline.mcp.http import serve_http, serve_stdio
 from tideline.mcp.server import build_server
+from tideline.mcp.transports import serve_http, serve_stdio

@@ -13,6 +13,8 @@ code                      JSON-RPC  meaning
 invalid_input             -32602    a value was rejected (argument validation too);
                                     nothing was written
 input_too_large           -32602    over a size cap
+archive_invalid           -32602    an export archive is malformed, truncated or tampered
+unsafe_path               -32602    a target path runs through a symlink or leaves its root
 not_found                 -32602    no such memory / turn / session / resource / tool
 conflict                  -32010    a version check failed; re-read and retry
 store_busy                -32011    the database stayed locked; retry later
@@ -20,8 +22,10 @@ store_full                -32012    disk full; nothing was written
 store_corrupt             -32013    the database failed an integrity check
 schema_too_new            -32014    written by a newer Tideline
 store_error               -32015    another database failure
+backend_unavailable       -32016    a database URL whose backend this Tideline lacks
 embedder_mismatch         -32020    the store was built with another embedder
 embedder_error            -32021    the embedding model or endpoint failed
+tideline_error            -32015    any other Tideline error (the base class)
 unavailable               -32030    a feature is not installed (e.g. DREAM prompts)
 dream_error               -32040    a dream could not run (no provider, unknown layer)
 llm_output_invalid        -32041    a DREAM answer failed validation; nothing applied

@@ -55,34 +55,60 @@ def _base() -> type:
 
 _Base: Any = _base()
 
-TOOL_SCHEMAS: list[dict[str, Any]] = [
-    {"name": "tideline_recall",
-     "description": "Recall from long-term memory before answering anything that may depend "
-                    "on earlier sessions (preferences, decisions, names, errors, fixes). "
-                    "Returns memories and raw turns with confidence, or abstains.",
-     "parameters": {"type": "object", "properties": {
-         "query": {"type": "string", "description": "What you need."},
-         "limit": {"type": "integer", "minimum": 1, "maximum": 50, "default": 8}},
-         "required": ["query"]}},
-    {"name": "tideline_memorize",
-     "description": "Store one thing worth keeping (a decision with its reason, a fact, a "
-                    "preference, a fix, an open question). Rephrasings are merged.",
-     "parameters": {"type": "object", "properties": {
-         "text": {"type": "string", "description": "What to remember."},
-         "kind": {"type": "string", "description": "fact, decision, preference, episode, "
-                                                   "procedure, reflection…"},
-         "scope": {"type": "string", "description": "'global' for what holds everywhere; "
-                                                    "omit for the current project."},
-         "importance": {"type": "integer", "minimum": 1, "maximum": 5, "default": 3}},
-         "required": ["text"]}},
-    {"name": "tideline_reflect",
-     "description": "After using recalled memories: reward > 0 reinforces the ones that "
-                    "helped, < 0 weakens wrong ones.",
-     "parameters": {"type": "object", "properties": {
-         "ids": {"type": "array", "items": {"type": "integer"}},
-         "reward": {"type": "number", "minimum": -1, "maximum": 1}},
-         "required": ["ids", "reward"]}},
-]
+#: Hermes' tools: (its name, the catalogue tool, the parameters it offers, the required
+#: ones). Descriptions, limits and defaults come from :mod:`tideline.tools`, as the MCP
+#: server's do; Hermes offers the everyday subset of each tool's parameters.
+HERMES_TOOLS: tuple[tuple[str, str, tuple[str, ...], tuple[str, ...]], ...] = (
+    ("tideline_recall", "recall", ("query", "limit"), ("query",)),
+    ("tideline_memorize", "memorize", ("text", "kind", "scope", "importance"), ("text",)),
+    ("tideline_reflect", "reflect", ("ids", "reward"), ("ids", "reward")),
+)
+
+
+def _tool_schemas() -> list[dict[str, Any]]:
+    from tideline.tools import TOOLS
+
+    return [{"name": name, "description": TOOLS[tool].description,
+             "parameters": TOOLS[tool].input_schema(params, required)}
+            for name, tool, params, required in HERMES_TOOLS]
+
+
+#: OpenAI-style function schemas, as :meth:`TidelineMemoryProvider.get_tool_schemas`
+#: returns them (before the agent's name is prefixed).
+TOOL_SCHEMAS: list[dict[str, Any]] = _tool_schemas()
+
+
+def _arguments(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """One Hermes tool's arguments: catalogue defaults filled in, numbers and flags checked.
+
+    Numbers go through the facade's own validators (:mod:`tideline.write.validate`)
+    with the catalogue's bounds, so ``limit=0``, ``limit="5"`` or ``reward=9`` are
+    ``invalid_input`` here as on every other surface, never truncated or coerced; text
+    and lists are checked by the facade call itself.
+
+    Raises:
+        InvalidInput: a number or flag of the wrong type or out of its bounds.
+    """
+    from tideline.tools import TOOLS
+    from tideline.write.validate import clean_flag, clean_int, clean_number
+
+    _, tool, params, _required = next(t for t in HERMES_TOOLS if t[0] == name)
+    out: dict[str, Any] = {}
+    for pname in params:
+        spec = TOOLS[tool].param(pname)
+        value = args.get(pname)
+        if value is None:
+            out[pname] = None if spec.required else spec.default
+            continue
+        kind = spec.schema.get("type")
+        if kind == "integer":
+            value = clean_int(value, pname, lo=spec.minimum, hi=spec.maximum)
+        elif kind == "number":
+            value = clean_number(value, pname, lo=spec.minimum, hi=spec.maximum)
+        elif kind == "boolean":
+            value = clean_flag(value, pname)
+        out[pname] = value
+    return out
 
 
 class TidelineMemoryProvider(_Base):  # type: ignore[misc]
@@ -287,27 +313,29 @@ class TidelineMemoryProvider(_Base):  # type: ignore[misc]
         with self._lock:
             try:
                 mem = self.memory
+                if not isinstance(args, dict):
+                    raise InvalidInput(f"{tool_name} arguments must be an object")
                 if tool_name == "tideline_recall":
-                    query = args.get("query")
+                    a = _arguments(tool_name, args)
+                    query = a["query"]
                     if not isinstance(query, str) or not query.strip():
                         # Abstaining here would tell the model "nothing is remembered".
                         raise InvalidInput("tideline_recall needs a non-empty 'query'")
-                    packet = mem.recall(query,
-                                        limit=int(args.get("limit") or 8))
+                    packet = mem.recall(query, limit=a["limit"])
                     from tideline.render import fence, packet_text
 
                     return json.dumps({"text": fence("recall", packet_text(packet)),
                                        **packet.to_dict()}, ensure_ascii=False, default=str)
                 if tool_name == "tideline_memorize":
-                    res = mem.remember(str(args.get("text", "")),
-                                       kind=str(args.get("kind") or "fact"),
-                                       scope=args.get("scope") or None,
-                                       importance=int(args.get("importance") or 3),
+                    a = _arguments(tool_name, args)
+                    res = mem.remember(a["text"], kind=a["kind"] or "fact",
+                                       scope=a["scope"] or None, importance=a["importance"],
                                        source="hermes")
                     return json.dumps(res.to_dict())
                 if tool_name == "tideline_reflect":
-                    return json.dumps(mem.reflect(list(args.get("ids") or []),
-                                                  float(args.get("reward", 0))))
+                    a = _arguments(tool_name, args)
+                    return json.dumps(mem.reflect(a["ids"] if a["ids"] is not None else [],
+                                                  a["reward"]))
                 raise InvalidInput(f"unknown tool {tool_name!r}")
             except TidelineError as exc:
                 return json.dumps({"error": {"code": exc.code, "message": str(exc)}})
@@ -383,21 +411,11 @@ def _from_messages(messages: Sequence[dict[str, Any]] | None, sid: str) -> list[
 
 def _unseen(mem: Memory, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Drop turns whose (session, role, text) is stored already (captured by another path)."""
+    from tideline.ingest.hermes import unseen_turns
     from tideline.store.agent import AgentReader
 
     reader = AgentReader(mem.store.db, mem.store.namespace)
-    prints: dict[str, set[tuple[str, str]]] = {}
-    fresh = []
-    for t in turns:
-        sid = str(t["session"])
-        if sid not in prints:
-            prints[sid] = reader.session_fingerprints(sid)
-        key = (str(t["role"]), str(t["text"]).strip())
-        if key in prints[sid]:
-            continue
-        prints[sid].add(key)
-        fresh.append(t)
-    return fresh
+    return unseen_turns(turns, reader.session_fingerprints)[0]
 
 
 # -- installation into a Hermes home ------------------------------------------------------

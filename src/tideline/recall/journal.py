@@ -18,7 +18,9 @@ from tideline.store.sqlite import SQLiteStore
 
 __all__ = ["MAX_HITS", "MIN_CONFIDENCE", "RecallJournal"]
 
+#: Only recalled memories this confident count as attention and co-recall…
 MIN_CONFIDENCE = 0.35
+#: …and at most this many per recall.
 MAX_HITS = 10
 
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = ["REFLECT_RATIO_WARN", "build_report"]
 
+#: Below this share of recalls followed by feedback, the report warns.
 REFLECT_RATIO_WARN = 0.1
 _TEXT = 140
 

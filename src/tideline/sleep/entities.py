@@ -31,6 +31,8 @@ from tideline.sleep.context import SleepContext
 
 __all__ = ["ROLE_PREFIX", "WITH_PREFIX", "build_graph", "parse_roles", "run"]
 
+#: How the profile facts written by sleep begin (roles, collaborators), so sleep
+#: recognises and replaces its own lines and leaves what others wrote.
 ROLE_PREFIX = "Roles (from memories): "
 WITH_PREFIX = "Works with (from memories): "
 _ENTRY = re.compile(r"[;；\n|]")

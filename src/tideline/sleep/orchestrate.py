@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = ["STEPS", "run_sleep"]
 
+#: The sleep steps, in the order they run (``only`` runs one alone).
 STEPS: tuple[str, ...] = ("vectors", "plasticity", "dynamics", "recurrence", "entities",
                           "topics", "clusters", "attention", "backfill", "scan")
 _MODULES = {

@@ -15,13 +15,12 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tideline.errors import NotFound, StoreCorrupt, from_sqlite
 from tideline.secrets import redact_json
 from tideline.store.connection import Database
 from tideline.store.view import placeholders as _ph
 from tideline.times import clamped_time, stored_time
 
-__all__ = ["AgentReader", "read_hermes_sessions"]
+__all__ = ["AgentReader"]
 
 _MEMORY_COLS = ("id, scope, kind, gesture, context, cognition_direction, tags, weight, status, "
                 "event_time, recorded_at, source_links")
@@ -378,67 +377,4 @@ class AgentReader:
         with self.db.write() as c:
             c.execute("INSERT INTO events(ts, namespace, kind, memory_id, data) VALUES (?,?,?,?,?)",
                       (time.time(), self.ns, kind, None, redact_json(data)))
-
-
-def read_hermes_sessions(path: Path, *, session: str | None = None,
-                         limit: int = 100_000) -> list[dict[str, Any]]:
-    """Read Hermes Agent sessions and their messages from its ``state.db`` (read-only).
-
-    Only columns that exist are read, so older and newer Hermes schemas both work.
-
-    Args:
-        path: the ``state.db`` file.
-        session: only this session id (or unique prefix).
-        limit: at most this many sessions, newest first.
-
-    Returns:
-        Session dicts (``id``, ``source``, ``started_at``, ``cwd``, ``git_repo_root``,
-        ``title``) each with ``messages`` (``id``, ``role``, ``content``, ``tool_name``,
-        ``timestamp``), oldest message first.
-
-    Raises:
-        NotFound: no such file or session.
-        StoreCorrupt: not a Hermes session database.
-    """
-    if not path.is_file():
-        raise NotFound(f"no such file: {path}")
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
-    except sqlite3.Error as exc:
-        raise from_sqlite(exc) from exc
-    try:
-        tables = {r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
-        if not {"sessions", "messages"} <= tables:
-            raise StoreCorrupt(f"{path} is not a Hermes session database")
-        scols = {r[1] for r in conn.execute("PRAGMA table_info(sessions)").fetchall()}
-        mcols = {r[1] for r in conn.execute("PRAGMA table_info(messages)").fetchall()}
-        want_s = [c for c in ("id", "source", "started_at", "ended_at", "cwd", "git_repo_root",
-                              "title", "parent_session_id") if c in scols]
-        want_m = [c for c in ("id", "role", "content", "tool_name", "timestamp", "active")
-                  if c in mcols]
-        if "id" not in want_s or not {"id", "role", "content"} <= set(want_m):
-            raise StoreCorrupt(f"{path}: unexpected Hermes schema")
-        order = "started_at DESC" if "started_at" in scols else "rowid DESC"
-        sql = f"SELECT {', '.join(want_s)} FROM sessions"  # noqa: S608
-        args: list[Any] = []
-        if session:
-            sql += " WHERE id = ? OR substr(id, 1, ?) = ?"
-            args += [session, len(session), session]
-        rows = conn.execute(sql + f" ORDER BY {order} LIMIT ?", (*args, limit)).fetchall()
-        if session and not rows:
-            raise NotFound(f"no Hermes session {session!r} in {path}")
-        out: list[dict[str, Any]] = []
-        msg_sql = (f"SELECT {', '.join(want_m)} FROM messages WHERE session_id = ? "  # noqa: S608
-                   "ORDER BY " + ("timestamp, id" if "timestamp" in mcols else "id"))
-        for row in rows:
-            sess = dict(zip(want_s, row, strict=True))
-            sess["messages"] = [dict(zip(want_m, m, strict=True))
-                                for m in conn.execute(msg_sql, (sess["id"],)).fetchall()]
-            out.append(sess)
-        return out
-    except sqlite3.Error as exc:
-        raise from_sqlite(exc) from exc
-    finally:
-        conn.close()
 

@@ -15,6 +15,7 @@ from tideline.store.view import NamespaceView
 
 __all__ = ["CognitionStore", "PROFILE_FACETS", "SELF_FACETS"]
 
+#: The facets of a profile and of the self-concept.
 PROFILE_FACETS = ("fact", "impression", "relationship")
 SELF_FACETS = ("fact", "terrain", "reflection")
 

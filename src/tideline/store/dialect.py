@@ -92,5 +92,6 @@ class PostgresDialect:
         return f"floor({expression})::bigint"
 
 
+#: The dialect of each backend.
 SQLITE = SQLiteDialect()
 POSTGRES = PostgresDialect()

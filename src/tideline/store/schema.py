@@ -336,4 +336,5 @@ def _m004_turn_identity(db: sqlite3.Connection) -> None:
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_core, _m002_cognition, _m003_sleep, _m004_turn_identity,
 ]
+#: The schema version this Tideline writes: one per migration.
 SCHEMA_VERSION = len(MIGRATIONS)
