@@ -28,10 +28,10 @@ from tideline.models import (
 from tideline.recall.engine import RecallEngine
 from tideline.recall.vectors import VectorSpaces
 from tideline.sleep.mixin import SleepMixin
-from tideline.store import doctor as doctor_mod
-from tideline.store import reembed as reembed_mod
-from tideline.store.connection import peek_meta
-from tideline.store.sqlite import SQLiteStore
+from tideline.store import open_store
+from tideline.store.sqlite import doctor as doctor_mod
+from tideline.store.sqlite import reembed as reembed_mod
+from tideline.store.sqlite.connection import peek_meta
 from tideline.write.path import Writer
 from tideline.write.validate import (
     clean_callback,
@@ -73,7 +73,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
     def __init__(self, config: Config, embedder: Embedder, *, project: str | None = None) -> None:
         self.config = config
         self.project = project
-        self.store = SQLiteStore(
+        self.store = open_store(
             config.home, config.namespace, embedder.marker,
             busy_timeout_ms=config.busy_timeout_ms, retries=config.busy_retries,
         )

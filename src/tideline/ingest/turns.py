@@ -35,7 +35,8 @@ from tideline.config import Caps
 from tideline.embed.base import Embedder, Vectors
 from tideline.errors import InvalidInput
 from tideline.models import ImportResult, Turn, derived_turn_id
-from tideline.store.sqlite import SQLiteStore, turn_index_text
+from tideline.store.rows import turn_index_text
+from tideline.store.sqlite import SQLiteStore
 from tideline.store.turn_embedding import embed_turns
 from tideline.write.validate import INT64_MAX, clean_name, clean_text, parse_time
 

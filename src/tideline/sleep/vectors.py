@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tideline.sleep.context import SleepContext
-from tideline.store import pending
+from tideline.store.sqlite import pending
 
 __all__ = ["run"]
 

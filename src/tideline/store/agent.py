@@ -1,6 +1,6 @@
 """SQL for agent integration: the injection tiers, hooks and importers.
 
-Everything here is plain ``sqlite3`` over :class:`~tideline.store.connection.Database`,
+Everything here is plain ``sqlite3`` over :class:`~tideline.store.sqlite.connection.Database`,
 with no numpy and no embedder, so a hook (``session-start``, a ``stop`` with nothing
 new) can read what it needs in a few milliseconds without loading the model. The
 facade (:class:`tideline.Memory`) uses the same reader over its own connection.
@@ -15,9 +15,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tideline.errors import NotFound, StoreCorrupt, from_sqlite
+from tideline.errors import NotFound, StoreCorrupt
 from tideline.secrets import redact_json
-from tideline.store.connection import Database
+from tideline.store.sqlite.connection import Database
+from tideline.store.sqlite.errors import from_sqlite
 from tideline.store.view import placeholders as _ph
 from tideline.times import clamped_time, stored_time
 

@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tideline.secrets import redact_json, redact_secrets
-from tideline.store.connection import connect_readonly
+from tideline.store.rows import MEMORY_COLUMNS, TURN_COLUMNS, memory_from_row, turn_from_row
+from tideline.store.sqlite.connection import connect_readonly
 from tideline.store.view import NamespaceView
 from tideline.store.view import placeholders as _ph
 
@@ -273,8 +274,6 @@ class ConsolidationStore(NamespaceView):
 
     def memories(self, ids: Iterable[int]) -> dict[int, MemoryRecord]:
         """Full records by id (looked up by primary key)."""
-        from tideline.store.sqlite import _MEMORY_COLUMNS, memory_from_row
-
         wanted = list(dict.fromkeys(int(i) for i in ids))
         out: dict[int, MemoryRecord] = {}
         with self.db.read() as c:
@@ -283,7 +282,7 @@ class ConsolidationStore(NamespaceView):
                 # "+namespace": without statistics SQLite would walk a namespace index
                 # (every row of the namespace) instead of the primary key.
                 for row in c.execute(
-                    f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id IN "  # noqa: S608
+                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN "  # noqa: S608
                     f"({_ph(len(chunk))}) AND +namespace = ?", (*chunk, self.ns)).fetchall():
                     rec = memory_from_row(row)
                     out[rec.id] = rec
@@ -824,9 +823,7 @@ class ConsolidationStore(NamespaceView):
 
     def unlinked(self, *, limit: int | None = None, after_id: int = 0) -> list[MemoryRecord]:
         """Live memories with empty source_links (newest first when limited)."""
-        from tideline.store.sqlite import _MEMORY_COLUMNS, memory_from_row
-
-        sql = (f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE namespace = ? "  # noqa: S608
+        sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE namespace = ? "  # noqa: S608
                "AND status != 'superseded' AND source_links = '[]' AND id > ?")
         args: list[Any] = [self.ns, after_id]
         if limit is not None:
@@ -855,11 +852,9 @@ class ConsolidationStore(NamespaceView):
 
     def recent_turns(self, cutoffs: dict[str, float], limit: int) -> list[Any]:
         """The newest ``limit`` turns recorded after their scope's cutoff, oldest first."""
-        from tideline.store.sqlite import _TURN_COLUMNS, turn_from_row
-
         with self.db.read() as c:
             rows = c.execute(
-                f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? "  # noqa: S608
+                f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? "  # noqa: S608
                 "ORDER BY recorded_at DESC, id DESC LIMIT ?", (self.ns, limit * 4)).fetchall()
         turns = [turn_from_row(r) for r in rows]
         kept = [t for t in turns if t.recorded_at > cutoffs.get(t.scope, float("-inf"))]

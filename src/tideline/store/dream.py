@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from tideline.models import MemoryRecord
-from tideline.store.sqlite import _MEMORY_COLUMNS, memory_from_row
+from tideline.store.rows import MEMORY_COLUMNS, memory_from_row
 from tideline.store.view import NamespaceView
 from tideline.store.view import placeholders as _ph
 
@@ -39,7 +39,7 @@ class DreamStore(NamespaceView):
 
     def _select(self, where: list[str], args: list[Any], order: str,
                 limit: int) -> list[MemoryRecord]:
-        sql = (f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} "  # noqa: S608
+        sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} "  # noqa: S608
                f"ORDER BY {order} LIMIT ?")
         with self.store.db.read() as c:
             rows = c.execute(sql, (*args, limit)).fetchall()

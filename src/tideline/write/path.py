@@ -18,7 +18,7 @@ write it did not see answered. The same content stated again later is a
 restatement and goes through the gate, which potentiates the memory it matches —
 that is how spaced reinforcement happens.
 When the embedder is unavailable the write is stored all the same, its vector
-pending (:mod:`tideline.store.pending`), and the gate judges by text: the same
+pending (:mod:`tideline.store.sqlite.pending`), and the gate judges by text: the same
 text (case-folded) in scope potentiates, a memory sharing most of its words
 (:func:`lexical_similarity` ≥ ``LEXICAL_RELATED``) is linked, anything else is new.
 The next write that embeds fills pending vectors in (a batch at a time).
@@ -40,7 +40,7 @@ from tideline.config import Config
 from tideline.dynamics import reinforce
 from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
-from tideline.models import Decision, MemoryRecord, WriteResult, compute_weight
+from tideline.models import Decision, LexicalQuery, MemoryRecord, WriteResult, compute_weight
 from tideline.recall.vectors import VectorSpaces
 from tideline.store.sqlite import SQLiteStore
 
@@ -148,7 +148,7 @@ class Writer:
 
     def fill_pending(self, limit: int | None = FILL_AFTER_WRITE) -> int:
         """Embed rows stored while the embedder was down, if any (one meta read if none)."""
-        from tideline.store import pending
+        from tideline.store.sqlite import pending
 
         if self.guard.full_text_only or not pending.flagged(self.store):
             return 0
@@ -241,12 +241,10 @@ class Writer:
 
     def _lexical_nearest(self, rec: MemoryRecord) -> tuple[int | None, float]:
         """The live memory in scope whose words are nearest (1.0: the same text)."""
-        from tideline.store import lexical
-
-        expr = lexical.match_expression(rec.gesture)
-        if not expr:
+        rows = self.store.search_memories(LexicalQuery(text=rec.gesture), substrings=False,
+                                          scopes=[rec.scope], limit=8)
+        if not rows:
             return None, 0.0
-        rows = self.store.lexical_memories(expr, "memories_fts", scopes=[rec.scope], limit=8)
         live = self.store.get_memories([key for key, _ in rows])
         best: tuple[int | None, float] = (None, 0.0)
         for mid, other in live.items():

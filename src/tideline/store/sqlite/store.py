@@ -18,18 +18,24 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tideline.errors import EmbedderMismatch, NotFound
-from tideline.models import Edge, MemoryRecord, Turn
+from tideline.models import Edge, LexicalQuery, MemoryRecord, Turn
 from tideline.secrets import redact_json
-from tideline.store import lexical
-from tideline.store.connection import Database
+from tideline.store.rows import (
+    MEMORY_COLUMNS,
+    TURN_COLUMNS,
+    json_list,
+    mark_pending,
+    memory_from_row,
+    memory_index_text,
+    turn_from_row,
+    turn_index_text,
+)
+from tideline.store.sqlite import fts
+from tideline.store.sqlite.connection import Database
 from tideline.store.view import placeholders
-from tideline.times import clamped_time, stored_time
 
 if TYPE_CHECKING:
-    from tideline.store.dump import SQLiteLoader, SQLiteSnapshot
-
-if TYPE_CHECKING:
-    pass
+    from tideline.store.sqlite.dump import SQLiteLoader, SQLiteSnapshot
 
 __all__ = ["SQLiteStore", "SpaceSource"]
 
@@ -37,91 +43,6 @@ __all__ = ["SQLiteStore", "SpaceSource"]
 _DF_CACHE_MIN = 500
 _DF_CACHE_SIZE = 20_000
 _DF_CACHE_SECONDS = 60.0
-
-_MEMORY_COLUMNS = (
-    "id, scope, kind, gesture, context, cognition_direction, tags, entities_role, "
-    "related_entities, source_links, importance, emotional, recurrence, unresolved, weight, "
-    "strength, stability, reinforcements, last_access, status, version, supersedes, "
-    "event_time, recorded_at, updated_at"
-)
-_TURN_COLUMNS = (
-    "id, session, turn_index, speaker, role, text, ts, source, message_id, scope, recorded_at"
-)
-
-
-PENDING_FLAG = "vectors_pending"
-
-
-def mark_pending(c: sqlite3.Connection) -> None:
-    """Note, inside the writer's transaction, that a row was stored without its vector
-    (the embedder was unavailable; :mod:`tideline.store.pending` fills it in later)."""
-    c.execute("INSERT INTO db_meta(key, value) VALUES (?, '1') "
-              "ON CONFLICT(key) DO UPDATE SET value = '1'", (PENDING_FLAG,))
-
-
-def _jtuple(raw: str) -> tuple[Any, ...]:
-    return () if raw == "[]" else tuple(json.loads(raw))
-
-
-def memory_from_row(row: Sequence[Any]) -> MemoryRecord:
-    """Build a record from a row selected with ``_MEMORY_COLUMNS``."""
-    return MemoryRecord(
-        id=row[0], scope=row[1], kind=row[2], gesture=row[3], context=row[4],
-        cognition_direction=row[5], tags=_jtuple(row[6]), entities_role=row[7],
-        related_entities=_jtuple(row[8]), source_links=_jtuple(row[9]),
-        importance=row[10], emotional=row[11], recurrence=row[12], unresolved=row[13],
-        weight=row[14], strength=row[15], stability=row[16], reinforcements=row[17],
-        last_access=clamped_time(row[18]), status=row[19], version=row[20],
-        supersedes=row[21], event_time=stored_time(row[22]),
-        recorded_at=clamped_time(row[23]), updated_at=clamped_time(row[24]),
-    )
-
-
-def turn_from_row(row: Sequence[Any]) -> Turn:
-    """Build a turn from a row selected with ``_TURN_COLUMNS``."""
-    return Turn(
-        id=row[0], session=row[1], turn_index=row[2], speaker=row[3], role=row[4], text=row[5],
-        timestamp=stored_time(row[6]), source=row[7], message_id=row[8], scope=row[9],
-        recorded_at=clamped_time(row[10]),
-    )
-
-
-def memory_index_text(rec: MemoryRecord) -> str:
-    """What the full-text index sees of a memory."""
-    parts = [rec.gesture, rec.context, rec.cognition_direction, " ".join(rec.tags),
-             rec.entities_role, " ".join(rec.related_entities)]
-    return "\n".join(p for p in parts if p)
-
-
-def turn_index_text(speaker: str, text: str) -> str:
-    """What the full-text index sees of a raw turn (the speaker's name included)."""
-    return f"{speaker}: {text}"
-
-
-TURN_EMBED_SQL = (
-    "SELECT t.id, t.namespace, t.scope, t.speaker, t.text, p.speaker, p.text FROM turns t "
-    "LEFT JOIN turns p ON p.namespace = t.namespace AND p.session = t.session "
-    "AND p.turn_index = t.turn_index - 1"
-)
-
-
-def embedding_jobs(
-    memory_rows: Iterable[Sequence[Any]], turn_rows: Iterable[Sequence[Any]]
-) -> list[tuple[str, int, str, str | None]]:
-    """(space, key, text to embed, previous turn's text) for memory rows
-    (``_MEMORY_COLUMNS`` + namespace) and turn rows (``TURN_EMBED_SQL``): what doctor and
-    reembed both feed :func:`~tideline.store.turn_embedding.embed_jobs`."""
-    jobs: list[tuple[str, int, str, str | None]] = []
-    for row in memory_rows:
-        rec = memory_from_row(row[:-1])
-        jobs.append((f"m:{row[-1]}:{rec.scope}", rec.id, rec.text, None))
-    jobs.extend((f"t:{ns}:{scope}", tid, turn_index_text(sp, tx),
-                 turn_index_text(psp, ptx) if ptx else None)
-                for tid, ns, scope, sp, tx, psp, ptx in turn_rows)
-    return jobs
-
-
-
 
 class SpaceSource:
     """The vectors of one space (``m:<ns>:<scope>`` or ``t:<ns>:<scope>``) as a VectorSource."""
@@ -200,8 +121,8 @@ class SQLiteStore:
         directory: the store directory.
         namespace: which fully separate memory to use.
         marker: the embedder marker (``name:model/dim``) the caller will write with.
-        busy_timeout_ms: see :class:`~tideline.store.connection.Database`.
-        retries: see :class:`~tideline.store.connection.Database`.
+        busy_timeout_ms: see :class:`~tideline.store.sqlite.connection.Database`.
+        retries: see :class:`~tideline.store.sqlite.connection.Database`.
 
     Raises:
         EmbedderMismatch: the store was built with another embedder.
@@ -283,9 +204,10 @@ class SQLiteStore:
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 self.namespace, rec.scope, rec.kind, rec.gesture, rec.context,
-                rec.cognition_direction, _j(rec.tags), rec.entities_role,
-                _j(rec.related_entities), _j(rec.source_links), rec.importance, rec.emotional,
-                rec.recurrence, rec.unresolved, rec.weight, rec.strength, rec.stability,
+                rec.cognition_direction, json_list(rec.tags), rec.entities_role,
+                json_list(rec.related_entities), json_list(rec.source_links), rec.importance,
+                rec.emotional, rec.recurrence, rec.unresolved, rec.weight, rec.strength,
+                rec.stability,
                 rec.reinforcements, rec.last_access, rec.status, rec.version, rec.supersedes,
                 rec.event_time, rec.recorded_at, rec.updated_at,
             ),
@@ -303,7 +225,7 @@ class SQLiteStore:
         c.execute("DELETE FROM memories_fts WHERE rowid = ?", (mid,))
         c.execute("DELETE FROM memories_tri WHERE rowid = ?", (mid,))
         c.execute(
-            "INSERT INTO memories_fts(rowid, body) VALUES (?, ?)", (mid, lexical.index_text(body))
+            "INSERT INTO memories_fts(rowid, body) VALUES (?, ?)", (mid, fts.index_text(body))
         )
         c.execute("INSERT INTO memories_tri(rowid, body) VALUES (?, ?)", (mid, body))
 
@@ -330,8 +252,8 @@ class SQLiteStore:
             "last_access=?, status=?, version=?, event_time=?, updated_at=? "
             "WHERE id = ? AND namespace = ?",
             (
-                rec.kind, rec.gesture, rec.context, rec.cognition_direction, _j(rec.tags),
-                rec.entities_role, _j(rec.related_entities), _j(rec.source_links),
+                rec.kind, rec.gesture, rec.context, rec.cognition_direction, json_list(rec.tags),
+                rec.entities_role, json_list(rec.related_entities), json_list(rec.source_links),
                 rec.importance, rec.emotional, rec.recurrence, rec.unresolved, rec.weight,
                 rec.strength, rec.stability, rec.reinforcements, rec.last_access, rec.status,
                 rec.version, rec.event_time, rec.updated_at, rec.id, self.namespace,
@@ -398,7 +320,7 @@ class SQLiteStore:
         for start in range(0, len(wanted), 900):
             chunk = wanted[start:start + 900]
             # "+namespace": look rows up by primary key, not by walking the namespace index.
-            sql = (f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE +namespace = ? "  # noqa: S608
+            sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE +namespace = ? "  # noqa: S608
                    f"AND id IN ({placeholders(len(chunk))})")
             if c is not None:
                 rows = c.execute(sql, (self.namespace, *chunk)).fetchall()
@@ -425,7 +347,7 @@ class SQLiteStore:
             args.append(min_weight)
         if order not in ("recorded_at DESC", "weight DESC", "id ASC", "last_access DESC"):
             order = "recorded_at DESC"
-        sql = (f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} "  # noqa: S608
+        sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} "  # noqa: S608
                f"ORDER BY {order} LIMIT ?")
         with self.db.read() as c:
             rows = c.execute(sql, (*args, limit)).fetchall()
@@ -467,12 +389,40 @@ class SQLiteStore:
                 out[int(k)] = v
         return out
 
-    def lexical_memories(
+    def search_memories(
+        self, query: LexicalQuery, *, substrings: bool, scopes: Sequence[str], limit: int,
+        kind: str | None = None, since: float | None = None, until: float | None = None,
+        include_superseded: bool = False,
+    ) -> list[tuple[int, float]]:
+        """(memory id, bm25) best first for a lexical query.
+
+        Args:
+            query: the terms to look for.
+            substrings: search the trigram (identifier, substring) table instead of the
+                word table.
+            scopes: only memories of these scopes.
+            limit: most hits.
+            kind: only memories of this kind.
+            since: only memories whose event (or record) time is at or after this epoch.
+            until: only memories at or before this epoch.
+            include_superseded: also superseded versions.
+        """
+        words, tri = fts.expressions(query)
+        expression = tri if substrings else words
+        if not expression:
+            return []
+        return self.match_memories(
+            expression, "memories_tri" if substrings else "memories_fts", scopes=scopes,
+            limit=limit, kind=kind, since=since, until=until,
+            include_superseded=include_superseded)
+
+    def match_memories(
         self, expression: str, table: str, *, scopes: Sequence[str], limit: int,
         kind: str | None = None, since: float | None = None, until: float | None = None,
         include_superseded: bool = False,
     ) -> list[tuple[int, float]]:
-        """(memory id, bm25) best first for an FTS expression on ``memories_fts``/``_tri``."""
+        """(memory id, bm25) best first for an FTS5 expression on ``memories_fts``/``_tri``
+        (SQLite only: raw FTS5 syntax, for :meth:`search_memories` and the benchmarks)."""
         if table not in ("memories_fts", "memories_tri"):
             raise ValueError(table)
         where, args = self._filters(scopes=scopes, kind=kind, alias="m", since=since, until=until)
@@ -644,7 +594,7 @@ class SQLiteStore:
             tid = int(cur.lastrowid or 0)
             body = turn_index_text(turn.speaker, turn.text)
             c.execute("INSERT INTO turns_fts(rowid, body) VALUES (?, ?)",
-                      (tid, lexical.index_text(body)))
+                      (tid, fts.index_text(body)))
             c.execute("INSERT INTO turns_tri(rowid, body) VALUES (?, ?)", (tid, body))
             if vector is not None:
                 self._put_vector(c, self.space("t", turn.scope), tid, vector)
@@ -675,7 +625,7 @@ class SQLiteStore:
             for start in range(0, len(wanted), 900):
                 chunk = wanted[start:start + 900]
                 rows = c.execute(
-                    f"SELECT {_TURN_COLUMNS} FROM turns WHERE +namespace = ? "  # noqa: S608
+                    f"SELECT {TURN_COLUMNS} FROM turns WHERE +namespace = ? "  # noqa: S608
                     f"AND id IN ({placeholders(len(chunk))})",
                     (self.namespace, *chunk),
                 ).fetchall()
@@ -704,7 +654,7 @@ class SQLiteStore:
         args: list[Any] = [self.namespace]
         for t in hits:
             args += [t.session, t.turn_index - radius, t.turn_index + radius]
-        sql = f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? AND ({where})"  # noqa: S608
+        sql = f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? AND ({where})"  # noqa: S608
         with self.db.read() as c:
             rows = c.execute(sql, args).fetchall()
         return [turn_from_row(r) for r in rows]
@@ -713,7 +663,7 @@ class SQLiteStore:
         self, scopes: Sequence[str], start: float, end: float, limit: int
     ) -> list[Turn]:
         """Turns of ``scopes`` spoken in ``[start, end)`` (by their timestamp), oldest first."""
-        sql = (f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? "  # noqa: S608
+        sql = (f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? "  # noqa: S608
                f"AND scope IN ({placeholders(len(scopes))}) AND ts >= ? AND ts < ? "
                f"ORDER BY ts LIMIT ?")
         with self.db.read() as c:
@@ -729,7 +679,7 @@ class SQLiteStore:
         ``scopes`` keeps only turns of those scopes (a session name is not unique across
         projects); None reads every scope (internal callers that place a turn themselves).
         """
-        sql = f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? AND session = ?"  # noqa: S608
+        sql = f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? AND session = ?"  # noqa: S608
         args: list[Any] = [self.namespace, session]
         if scopes is not None:
             sql += f" AND scope IN ({placeholders(len(scopes))})"
@@ -742,11 +692,34 @@ class SQLiteStore:
             rows = c.execute(sql, (*args, limit)).fetchall()
         return [turn_from_row(r) for r in rows]
 
-    def lexical_turns(
+    def search_turns(
+        self, query: LexicalQuery, *, substrings: bool, scopes: Sequence[str], limit: int,
+        since: float | None = None, until: float | None = None,
+    ) -> list[tuple[int, float]]:
+        """(turn id, bm25) best first for a lexical query.
+
+        Args:
+            query: the terms to look for.
+            substrings: search the trigram (identifier, substring) table instead of the
+                word table.
+            scopes: only turns of these scopes.
+            limit: most hits.
+            since: only turns spoken (or recorded) at or after this epoch.
+            until: only turns at or before this epoch.
+        """
+        words, tri = fts.expressions(query)
+        expression = tri if substrings else words
+        if not expression:
+            return []
+        return self.match_turns(expression, "turns_tri" if substrings else "turns_fts",
+                                scopes=scopes, limit=limit, since=since, until=until)
+
+    def match_turns(
         self, expression: str, table: str, *, scopes: Sequence[str], limit: int,
         since: float | None = None, until: float | None = None,
     ) -> list[tuple[int, float]]:
-        """(turn id, bm25) best first for an FTS expression on ``turns_fts``/``_tri``."""
+        """(turn id, bm25) best first for an FTS5 expression on ``turns_fts``/``_tri``
+        (SQLite only: raw FTS5 syntax, for :meth:`search_turns` and the benchmarks)."""
         if table not in ("turns_fts", "turns_tri"):
             raise ValueError(table)
         where = ["+t.namespace = ?", f"+t.scope IN ({placeholders(len(scopes))})"]
@@ -781,14 +754,14 @@ class SQLiteStore:
     def archive_snapshot(
         self, namespace: str | None
     ) -> contextlib.AbstractContextManager[SQLiteSnapshot]:
-        """A read snapshot for the archive (see :mod:`tideline.store.dump`)."""
-        from tideline.store import dump
+        """A read snapshot for the archive (see :mod:`.dump`)."""
+        from tideline.store.sqlite import dump
 
         return dump.snapshot(self, namespace)
 
     def archive_loader(self, dim: int) -> contextlib.AbstractContextManager[SQLiteLoader]:
-        """One write transaction that loads archived rows (see :mod:`tideline.store.dump`)."""
-        from tideline.store import dump
+        """One write transaction that loads archived rows (see :mod:`.dump`)."""
+        from tideline.store.sqlite import dump
 
         return dump.load(self, dim)
 
@@ -867,5 +840,3 @@ class SQLiteStore:
             }
 
 
-def _j(values: Iterable[Any]) -> str:
-    return json.dumps(list(values), ensure_ascii=False)

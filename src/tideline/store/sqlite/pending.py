@@ -16,13 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tideline.embed.base import Vectors
-from tideline.store.sqlite import (
-    _MEMORY_COLUMNS,
-    PENDING_FLAG,
-    TURN_EMBED_SQL,
-    SQLiteStore,
-    embedding_jobs,
-)
+from tideline.store.rows import MEMORY_COLUMNS, PENDING_FLAG, TURN_EMBED_SQL, embedding_jobs
+from tideline.store.sqlite.store import SQLiteStore
 
 __all__ = ["count", "fill", "flagged"]
 
@@ -30,7 +25,7 @@ FLAG = PENDING_FLAG
 BATCH = 64
 
 _MEMORIES_WITHOUT = (
-    f"SELECT {_MEMORY_COLUMNS}, namespace FROM memories m WHERE NOT EXISTS "  # noqa: S608
+    f"SELECT {MEMORY_COLUMNS}, namespace FROM memories m WHERE NOT EXISTS "  # noqa: S608
     "(SELECT 1 FROM vectors v WHERE v.key = m.id AND v.space = 'm:' || m.namespace "
     "|| ':' || m.scope)")
 _TURNS_WITHOUT = (

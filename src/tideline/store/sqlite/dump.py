@@ -22,17 +22,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tideline.errors import ArchiveInvalid, Conflict
-from tideline.store import lexical
-from tideline.store.sqlite import (
-    _MEMORY_COLUMNS,
+from tideline.store.rows import (
+    MEMORY_COLUMNS,
     embedding_jobs,
     memory_from_row,
     turn_index_text,
 )
+from tideline.store.sqlite import fts
 from tideline.store.view import placeholders
 
 if TYPE_CHECKING:
-    from tideline.store.sqlite import SQLiteStore
+    from tideline.store.sqlite.store import SQLiteStore
 
 __all__ = ["DERIVED_TABLES", "SQLiteLoader", "SQLiteSnapshot", "archive_embedding_jobs",
            "load", "snapshot"]
@@ -322,7 +322,7 @@ class SQLiteLoader:
         for start in range(0, len(new_memories), 900):
             chunk = new_memories[start:start + 900]
             for r in self.c.execute(
-                    f"SELECT {_MEMORY_COLUMNS} FROM memories "  # noqa: S608
+                    f"SELECT {MEMORY_COLUMNS} FROM memories "  # noqa: S608
                     f"WHERE id IN ({placeholders(len(chunk))})", chunk).fetchall():
                 rec = memory_from_row(r)
                 self.store._index_memory(self.c, rec.id, rec)
@@ -333,7 +333,7 @@ class SQLiteLoader:
                     f"WHERE id IN ({placeholders(len(chunk))})", chunk).fetchall():
                 body = turn_index_text(speaker, text)
                 self.c.execute("INSERT INTO turns_fts(rowid, body) VALUES (?, ?)",
-                               (tid, lexical.index_text(body)))
+                               (tid, fts.index_text(body)))
                 self.c.execute("INSERT INTO turns_tri(rowid, body) VALUES (?, ?)", (tid, body))
         bad = self.c.execute("PRAGMA foreign_key_check").fetchall()
         if bad:
@@ -388,7 +388,7 @@ def archive_embedding_jobs(
     Raises:
         ArchiveInvalid: a row lacks a column the texts are made of.
     """
-    names = _MEMORY_COLUMNS.split(", ")
+    names = MEMORY_COLUMNS.split(", ")
     turn_list = list(turns)
     try:
         mem_rows = [tuple(m.get(n) for n in names) + (m["namespace"],) for m in memories]
