@@ -26,12 +26,8 @@ from tideline.models import (
     compute_weight,
 )
 from tideline.recall.engine import RecallEngine
-from tideline.recall.vectors import VectorSpaces
 from tideline.sleep.mixin import SleepMixin
-from tideline.store import open_store
-from tideline.store.sqlite import doctor as doctor_mod
-from tideline.store.sqlite import reembed as reembed_mod
-from tideline.store.sqlite.connection import peek_meta
+from tideline.store import open_store, peek_meta
 from tideline.write.path import Writer
 from tideline.write.validate import (
     clean_callback,
@@ -83,7 +79,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         self.embedder = embedder
         self.embed_guard = EmbedGuard(embedder, cooldown_s=self.config.embed_cooldown_s,
                                       on_change=self._embedder_changed)
-        self.vectors = VectorSpaces(self.store, embedder.dim, embedder.marker)
+        self.vectors = self.store.vector_spaces(embedder.dim, embedder.marker)
         self._writer = Writer(self.store, embedder, self.vectors, self.config,
                               guard=self.embed_guard)
         self._engine = RecallEngine(self.store, embedder, self.vectors, self.config,
@@ -485,7 +481,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         now = time.time()
         dyn = self.config.dynamics
         updated: list[int] = []
-        with self.store.db.write() as c:
+        with self.store.transaction() as c:
             found = {mid: rec for mid, rec in self.store.get_memories(wanted, c).items()
                      if rec.scope in visible}
             for mid, rec in found.items():
@@ -538,7 +534,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         """
         mid = clean_id(memory_id, "memory_id")
         visible = self._visible(scope)
-        with self.store.db.write() as c:
+        with self.store.transaction() as c:
             if self.store.get_memory(mid, c).scope not in visible:
                 raise NotFound(f"no memory with id {mid}")
             rec = self.store.delete_memory(c, mid)
@@ -634,7 +630,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         out = self.store.stats()
         out.update({
             "store": str(self.config.home),
-            "database": str(self.store.db.path),
+            "database": self.store.describe()["database"],
             "namespace": self.config.namespace,
             "project": self.project,
             "project_rule": self.project_info.rule,
@@ -643,7 +639,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             "embedder": {"name": self.embedder.name, "marker": self.embedder.marker,
                          "dim": self.embedder.dim,
                          "profile": dataclasses.asdict(self.embedder.profile)},
-            "schema_version": self.store.db.schema_version(),
+            "schema_version": self.store.describe()["schema_version"],
         })
         return out
 
@@ -660,8 +656,8 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             The findings (``ok`` is False when anything is wrong and was not repaired).
         """
         clean_callback(progress)
-        return doctor_mod.run(self.store, self.embedder, self.vectors,
-                              repair=clean_flag(repair, "repair"), progress=progress)
+        return self.store.doctor(self.embedder, self.vectors,
+                                 repair=clean_flag(repair, "repair"), progress=progress)
 
     def reembed(self, embedder: str | Embedder, *, progress: Progress | None = None,
                 url: str | None = None, model: str | None = None) -> dict[str, Any]:
@@ -681,7 +677,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         clean_callback(progress)
         new = make_embedder(embedder, url=url, model=model) if isinstance(embedder, str) \
             else embedder
-        result = reembed_mod.run(self.store, new, progress=progress)
+        result = self.store.reembed(new, progress=progress)
         self.vectors.close()
         self.store.marker = new.marker
         self._use_embedder(new)

@@ -209,7 +209,7 @@ def open_for_import(home: Path | None, namespace: str | None, embedder: str | No
     from tideline.config import Config
     from tideline.embed import embedder_from_marker
     from tideline.memory import Memory
-    from tideline.store.sqlite.connection import peek_meta
+    from tideline.store import peek_meta
 
     cfg = Config.load(**({"home": Path(home).expanduser()} if home is not None else {}))
     if (embedder is None and not os.environ.get("TIDELINE_EMBEDDER")

@@ -18,15 +18,16 @@ text) are recognised by the facade and not stored twice.
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tideline.errors import InvalidInput, NotFound
+from tideline.errors import InvalidInput, NotFound, StoreCorrupt
 from tideline.project import project_for_directory
-from tideline.store.agent import read_hermes_sessions
+from tideline.store.sqlite.errors import from_sqlite
 from tideline.write.validate import parse_time
 
 __all__ = ["HermesSessions", "hermes_home", "hermes_turns", "read_hermes"]
@@ -168,3 +169,67 @@ def hermes_turns(sessions: Iterable[dict[str, Any]], *, scope: str | None = None
             out.sessions.add(sid)
             index += 1
     return out
+
+
+def read_hermes_sessions(path: Path, *, session: str | None = None,
+                         limit: int = 100_000) -> list[dict[str, Any]]:
+    """Read Hermes Agent sessions and their messages from its ``state.db`` (read-only).
+
+    Only columns that exist are read, so older and newer Hermes schemas both work.
+
+    Args:
+        path: the ``state.db`` file.
+        session: only this session id (or unique prefix).
+        limit: at most this many sessions, newest first.
+
+    Returns:
+        Session dicts (``id``, ``source``, ``started_at``, ``cwd``, ``git_repo_root``,
+        ``title``) each with ``messages`` (``id``, ``role``, ``content``, ``tool_name``,
+        ``timestamp``), oldest message first.
+
+    Raises:
+        NotFound: no such file or session.
+        StoreCorrupt: not a Hermes session database.
+    """
+    if not path.is_file():
+        raise NotFound(f"no such file: {path}")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+    except sqlite3.Error as exc:
+        raise from_sqlite(exc) from exc
+    try:
+        tables = {r[0] for r in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
+        if not {"sessions", "messages"} <= tables:
+            raise StoreCorrupt(f"{path} is not a Hermes session database")
+        scols = {r[1] for r in conn.execute("PRAGMA table_info(sessions)").fetchall()}
+        mcols = {r[1] for r in conn.execute("PRAGMA table_info(messages)").fetchall()}
+        want_s = [c for c in ("id", "source", "started_at", "ended_at", "cwd", "git_repo_root",
+                              "title", "parent_session_id") if c in scols]
+        want_m = [c for c in ("id", "role", "content", "tool_name", "timestamp", "active")
+                  if c in mcols]
+        if "id" not in want_s or not {"id", "role", "content"} <= set(want_m):
+            raise StoreCorrupt(f"{path}: unexpected Hermes schema")
+        order = "started_at DESC" if "started_at" in scols else "rowid DESC"
+        sql = f"SELECT {', '.join(want_s)} FROM sessions"  # noqa: S608 (allow-listed columns)
+        args: list[Any] = []
+        if session:
+            sql += " WHERE id = ? OR substr(id, 1, ?) = ?"
+            args += [session, len(session), session]
+        rows = conn.execute(sql + f" ORDER BY {order} LIMIT ?", (*args, limit)).fetchall()
+        if session and not rows:
+            raise NotFound(f"no Hermes session {session!r} in {path}")
+        out: list[dict[str, Any]] = []
+        msg_sql = (f"SELECT {', '.join(want_m)} FROM messages WHERE session_id = ? "  # noqa: S608
+                   "ORDER BY " + ("timestamp, id" if "timestamp" in mcols else "id"))
+        for row in rows:
+            sess = dict(zip(want_s, row, strict=True))
+            sess["messages"] = [dict(zip(want_m, m, strict=True))
+                                for m in conn.execute(msg_sql, (sess["id"],)).fetchall()]
+            out.append(sess)
+        return out
+    except sqlite3.Error as exc:
+        raise from_sqlite(exc) from exc
+    finally:
+        conn.close()
+

@@ -52,10 +52,7 @@ class InjectMixin:
 
     @property
     def _agent(self) -> AgentReader:
-        from tideline.store.agent import AgentReader
-
-        mem = self._mem()
-        return AgentReader(mem.store.db, mem.store.namespace)
+        return self._mem().store.agent
 
     # -- project and settings -------------------------------------------------------------
 

@@ -383,9 +383,7 @@ def _from_messages(messages: Sequence[dict[str, Any]] | None, sid: str) -> list[
 
 def _unseen(mem: Memory, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Drop turns whose (session, role, text) is stored already (captured by another path)."""
-    from tideline.store.agent import AgentReader
-
-    reader = AgentReader(mem.store.db, mem.store.namespace)
+    reader = mem.store.agent
     prints: dict[str, set[tuple[str, str]]] = {}
     fresh = []
     for t in turns:

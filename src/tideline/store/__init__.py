@@ -17,12 +17,15 @@ from tideline.errors import BackendUnavailable
 from tideline.models import Edge, LexicalQuery, MemoryRecord, Turn
 
 if TYPE_CHECKING:
+    from tideline.store.consolidation import GateView
     from tideline.store.sqlite.store import SQLiteStore
 
 __all__ = ["ArchiveLoader", "ArchiveSnapshot", "ArchiveStore", "Store", "backend_of",
-           "open_store"]
+           "open_store", "peek_gate", "peek_meta"]
 
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
+_POSTGRES_EXTRA = ("PostgreSQL needs the postgres extra: "
+                   "pip install 'tideline-memory[postgres]' ({})")
 
 
 def backend_of(database: str | None) -> str:
@@ -39,6 +42,45 @@ def backend_of(database: str | None) -> str:
     raise BackendUnavailable(
         f"no {scheme or database!r} backend in this Tideline: a database URL is "
         "postgresql://…; without one the store directory holds a SQLite store")
+
+
+def peek_meta(directory: Path, key: str, *, database: str | None = None) -> str | None:
+    """One ``db_meta`` value of a store without opening it for writing (None when there is
+    no store yet, or it cannot be read): light, no migration, no numpy.
+
+    Raises:
+        BackendUnavailable: the URL names a backend this installation lacks.
+    """
+    if backend_of(database) == "postgresql":
+        try:
+            from tideline.store import postgres  # type: ignore[attr-defined,unused-ignore]
+        except ImportError as exc:
+            raise BackendUnavailable(_POSTGRES_EXTRA.format(exc)) from exc
+        value: str | None = postgres.peek_meta(database, key)
+        return value
+    from tideline.store.sqlite.connection import peek_meta as sqlite_peek
+
+    return sqlite_peek(directory, key)
+
+
+def peek_gate(directory: Path, namespace: str, *,
+              database: str | None = None) -> GateView | None:
+    """What the sleep gate sees (the change marker now and the last sleep's), read without
+    opening the store for writing; None when there is no store yet or it predates sleep.
+
+    Raises:
+        BackendUnavailable: the URL names a backend this installation lacks.
+    """
+    if backend_of(database) == "postgresql":
+        try:
+            from tideline.store import postgres  # type: ignore[attr-defined,unused-ignore]
+        except ImportError as exc:
+            raise BackendUnavailable(_POSTGRES_EXTRA.format(exc)) from exc
+        view: GateView | None = postgres.peek_gate(database, namespace)
+        return view
+    from tideline.store.sqlite.gate import peek_gate as sqlite_peek
+
+    return sqlite_peek(directory, namespace)
 
 
 def open_store(
@@ -70,9 +112,7 @@ def open_store(
         try:
             from tideline.store import postgres  # type: ignore[attr-defined,unused-ignore]
         except ImportError as exc:
-            raise BackendUnavailable(
-                "PostgreSQL needs the postgres extra: pip install 'tideline-memory[postgres]'"
-                f" ({exc})") from exc
+            raise BackendUnavailable(_POSTGRES_EXTRA.format(exc)) from exc
         store: SQLiteStore = postgres.PostgresStore(
             database, directory, namespace, marker, busy_timeout_ms=busy_timeout_ms,
             retries=retries, check_marker=check_marker)

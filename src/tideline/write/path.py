@@ -42,7 +42,7 @@ from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
 from tideline.models import Decision, LexicalQuery, MemoryRecord, WriteResult, compute_weight
 from tideline.recall.vectors import VectorSpaces
-from tideline.store.sqlite import SQLiteStore
+from tideline.store.base import WriteRows
 
 __all__ = [
     "PreparedWrite", "Writer", "gate_decision", "idempotency_key", "lexical_similarity",
@@ -103,7 +103,7 @@ class Writer:
     """Applies the write path for one store."""
 
     def __init__(
-        self, store: SQLiteStore, embedder: Embedder, vectors: VectorSpaces, config: Config,
+        self, store: WriteRows, embedder: Embedder, vectors: VectorSpaces, config: Config,
         *, guard: EmbedGuard | None = None,
     ) -> None:
         self.store = store
@@ -140,7 +140,7 @@ class Writer:
         prepared = self.prepare(rec, key=key, source=source, gate=gate)
         if isinstance(prepared, WriteResult):
             return prepared
-        with self.store.db.write() as c:
+        with self.store.transaction() as c:
             result = self.commit(c, prepared, self.clock())
         if prepared.vector is not None:
             self.fill_pending()
@@ -148,11 +148,9 @@ class Writer:
 
     def fill_pending(self, limit: int | None = FILL_AFTER_WRITE) -> int:
         """Embed rows stored while the embedder was down, if any (one meta read if none)."""
-        from tideline.store.sqlite import pending
-
-        if self.guard.full_text_only or not pending.flagged(self.store):
+        if self.guard.full_text_only or not self.store.vectors_pending():
             return 0
-        return int(pending.fill(self.store, self.guard.passages, limit=limit)["filled"])
+        return int(self.store.fill_pending(self.guard.passages, limit=limit)["filled"])
 
     def prepare(
         self, rec: MemoryRecord, *, key: str | None, source: str, gate: bool = True,

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tideline.errors import SchemaTooNew, StoreCorrupt, StoreError
+from tideline.store.dialect import SQLITE, SQLiteDialect
 from tideline.store.sqlite import presence
 from tideline.store.sqlite.errors import from_sqlite
 from tideline.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
@@ -46,6 +47,9 @@ class Database:
         NotFound: no database, in a directory that holds other files.
         SchemaTooNew: written by a newer Tideline.
     """
+
+    dialect: SQLiteDialect = SQLITE
+    """The SQL fragments the shared views ask for (see :mod:`tideline.store.dialect`)."""
 
     def __init__(self, directory: Path, *, busy_timeout_ms: int = 5_000, retries: int = 6) -> None:
         self.directory = directory

@@ -97,7 +97,7 @@ def _checks(store: SQLiteStore) -> dict[str, Any]:
         fts_ok: dict[str, bool] = {}
         for table in _FTS:
             try:
-                c.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")  # noqa: S608
+                c.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
                 fts_ok[table] = True
             except sqlite3.DatabaseError:
                 fts_ok[table] = False
@@ -193,25 +193,25 @@ def _rebuild_fts(store: SQLiteStore, tables: list[str]) -> list[str]:
         try:
             with store.db.write() as c:
                 try:
-                    c.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")  # noqa: S608
+                    c.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
                 except sqlite3.DatabaseError:
                     sql = c.execute("SELECT sql FROM sqlite_master WHERE name = ?",
                                     (table,)).fetchone()[0]
                     c.execute(f"DROP TABLE {table}")
                     c.execute(sql)
-                c.execute(f"DELETE FROM {table}")  # noqa: S608
+                c.execute(f"DELETE FROM {table}")
                 if table.startswith("memories"):
-                    for row in c.execute(f"SELECT {MEMORY_COLUMNS} FROM memories").fetchall():  # noqa: S608
+                    for row in c.execute(f"SELECT {MEMORY_COLUMNS} FROM memories").fetchall():
                         rec = memory_from_row(row)
                         body = memory_index_text(rec)
-                        c.execute(f"INSERT INTO {table}(rowid, body) VALUES (?, ?)",  # noqa: S608
+                        c.execute(f"INSERT INTO {table}(rowid, body) VALUES (?, ?)",
                                   (rec.id, fts.index_text(body) if table.endswith("_fts")
                                    else body))
                 else:
                     for tid, speaker, text in c.execute(
                             "SELECT id, speaker, text FROM turns").fetchall():
                         body = turn_index_text(speaker, text)
-                        c.execute(f"INSERT INTO {table}(rowid, body) VALUES (?, ?)",  # noqa: S608
+                        c.execute(f"INSERT INTO {table}(rowid, body) VALUES (?, ?)",
                                   (tid, fts.index_text(body) if table.endswith("_fts")
                                    else body))
             done.append(f"fts:{table}")
@@ -233,11 +233,11 @@ def _embed_missing(
             store._drop_vector(c, space, key)
     with store.db.read() as c:
         mem_rows = c.execute(
-            f"SELECT {MEMORY_COLUMNS}, namespace FROM memories m WHERE NOT EXISTS "  # noqa: S608
+            f"SELECT {MEMORY_COLUMNS}, namespace FROM memories m WHERE NOT EXISTS "
             "(SELECT 1 FROM vectors v WHERE v.key = m.id AND v.space = 'm:' || m.namespace "
             "|| ':' || m.scope)").fetchall()
         turn_rows = c.execute(
-            TURN_EMBED_SQL + " WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.key = t.id "  # noqa: S608
+            TURN_EMBED_SQL + " WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.key = t.id "
             "AND v.space = 't:' || t.namespace || ':' || t.scope)").fetchall()
     jobs = embedding_jobs(mem_rows, turn_rows)
     for start in range(0, len(jobs), 64):

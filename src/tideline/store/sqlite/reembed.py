@@ -38,7 +38,7 @@ def run(
                   "v BLOB NOT NULL, PRIMARY KEY (space, key))")
     with store.db.read() as c:
         mems = c.execute(
-            f"SELECT {MEMORY_COLUMNS}, namespace FROM memories ORDER BY id"  # noqa: S608
+            f"SELECT {MEMORY_COLUMNS}, namespace FROM memories ORDER BY id"
         ).fetchall()
         turns = c.execute(TURN_EMBED_SQL + " ORDER BY t.id").fetchall()
     jobs = embedding_jobs(mems, turns)

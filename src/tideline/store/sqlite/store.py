@@ -11,7 +11,7 @@ import contextlib
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +19,7 @@ import numpy as np
 
 from tideline.errors import EmbedderMismatch, NotFound
 from tideline.models import Edge, LexicalQuery, MemoryRecord, Turn
-from tideline.secrets import redact_json
+from tideline.store.events import append_event
 from tideline.store.rows import (
     MEMORY_COLUMNS,
     TURN_COLUMNS,
@@ -35,6 +35,9 @@ from tideline.store.sqlite.connection import Database
 from tideline.store.view import placeholders
 
 if TYPE_CHECKING:
+    from tideline.embed.base import Embedder, Vectors
+    from tideline.recall.vectors import VectorSpaces
+    from tideline.store.agent import AgentReader
     from tideline.store.sqlite.dump import SQLiteLoader, SQLiteSnapshot
 
 __all__ = ["SQLiteStore", "SpaceSource"]
@@ -77,7 +80,7 @@ class SpaceSource:
             for start in range(0, len(keys), 900):
                 chunk = list(keys[start:start + 900])
                 rows = c.execute(
-                    f"SELECT key, v FROM vectors WHERE space = ? AND key IN ({placeholders(len(chunk))})",  # noqa: S608,E501
+                    f"SELECT key, v FROM vectors WHERE space = ? AND key IN ({placeholders(len(chunk))})",  # noqa: E501
                     (self.space, *chunk),
                 ).fetchall()
                 for key, blob in rows:
@@ -166,8 +169,94 @@ class SQLiteStore:
         self.db.close()
 
     def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        """A short ``BEGIN IMMEDIATE`` write transaction."""
+        """A short ``BEGIN IMMEDIATE`` write transaction (nested use joins it).
+
+        Raises:
+            StoreBusy: the write lock could not be had after the retries.
+            StoreError: any other database failure.
+        """
         return self.db.write()
+
+    def backup(self, label: str, *, keep: int | None = None,
+               max_bytes: int | None = None) -> Path | None:
+        """Copy the database into ``backups/`` (SQLite's online backup API).
+
+        Args:
+            label: a word that ends up in the file name.
+            keep: keep at most this many backups (every label counts), newest first.
+            max_bytes: keep the newest backups only while they add up to this (> 0).
+
+        Returns:
+            The backup file (a backend whose database server keeps its own backups
+            returns None).
+
+        Raises:
+            StoreFull: the disk filled up during the copy (nothing partial is left).
+            StoreError: the copy failed.
+        """
+        return self.db.backup(label, keep=keep, max_bytes=max_bytes)
+
+    def describe(self) -> dict[str, Any]:
+        """Where the data lives: backend, database (file path), schema version, size."""
+        try:
+            size = self.db.path.stat().st_size
+        except OSError:
+            size = 0
+        return {"backend": self.backend, "database": str(self.db.path),
+                "schema_version": self.db.schema_version(), "bytes": size}
+
+    @property
+    def agent(self) -> AgentReader:
+        """The reads (and small writes) of injection, hooks and importers in this namespace."""
+        from tideline.store.agent import AgentReader
+
+        return AgentReader(self.db, self.namespace)
+
+    def doctor(
+        self, embedder: Embedder, vectors: VectorSpaces, *, repair: bool,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, Any]:
+        """Check integrity (database, FTS5 tables, foreign keys, row-count parity, times,
+        vectors) and, with ``repair``, rebuild what is derived (see :mod:`.doctor`)."""
+        from tideline.store.sqlite import doctor
+
+        return doctor.run(self, embedder, vectors, repair=repair, progress=progress)
+
+    def reembed(
+        self, new: Embedder, *, progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, Any]:
+        """Re-embed every memory and turn of every namespace with ``new`` and switch the
+        marker at once (see :mod:`.reembed`).
+
+        Raises:
+            EmbedderError: the new embedder failed (the store is unchanged).
+        """
+        from tideline.store.sqlite import reembed
+
+        return reembed.run(self, new, progress=progress)
+
+    def vectors_pending(self) -> bool:
+        """Whether some row may lack its vector (one ``db_meta`` read)."""
+        from tideline.store.sqlite import pending
+
+        return pending.flagged(self)
+
+    def fill_pending(
+        self, embed: Callable[[Sequence[str]], Vectors | None], *, limit: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, Any]:
+        """Embed rows stored while the embedder was down, in batches, each in its own
+        transaction (see :func:`tideline.store.sqlite.pending.fill`)."""
+        from tideline.store.sqlite import pending
+
+        return pending.fill(self, embed, limit=limit, progress=progress)
+
+    def vector_spaces(self, dim: int, marker: str) -> VectorSpaces:
+        """The vector search over this namespace: the local ANN index files kept in step
+        with the ``vectors`` table (see :mod:`tideline.recall.vector_index`)."""
+        from tideline.recall.vectors import VectorSpaces
+
+        return VectorSpaces(self, dim, marker)
 
     def space(self, kind: str, scope: str) -> str:
         """Name of the vector space for memories (``m``) or turns (``t``) of one scope."""
@@ -276,7 +365,7 @@ class SQLiteStore:
         """Remember the outcome of an idempotency key (``refresh``: replace an older one)."""
         verb = "INSERT OR REPLACE" if refresh else "INSERT OR IGNORE"
         c.execute(
-            f"{verb} INTO write_keys(namespace, key, memory_id, decision, similarity, "  # noqa: S608
+            f"{verb} INTO write_keys(namespace, key, memory_id, decision, similarity, "
             "nearest, created_at) VALUES (?,?,?,?,?,?,?)",
             (self.namespace, key, mid, decision, similarity, nearest, now),
         )
@@ -320,7 +409,7 @@ class SQLiteStore:
         for start in range(0, len(wanted), 900):
             chunk = wanted[start:start + 900]
             # "+namespace": look rows up by primary key, not by walking the namespace index.
-            sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE +namespace = ? "  # noqa: S608
+            sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE +namespace = ? "
                    f"AND id IN ({placeholders(len(chunk))})")
             if c is not None:
                 rows = c.execute(sql, (self.namespace, *chunk)).fetchall()
@@ -347,7 +436,7 @@ class SQLiteStore:
             args.append(min_weight)
         if order not in ("recorded_at DESC", "weight DESC", "id ASC", "last_access DESC"):
             order = "recorded_at DESC"
-        sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} "  # noqa: S608
+        sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} "
                f"ORDER BY {order} LIMIT ?")
         with self.db.read() as c:
             rows = c.execute(sql, (*args, limit)).fetchall()
@@ -433,18 +522,18 @@ class SQLiteStore:
         # the filters threw too much of that top away.
         fetch = limit * 4
         top_sql = f"SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} MATCH ? " \
-                  f"ORDER BY r LIMIT ?"  # noqa: S608
+                  f"ORDER BY r LIMIT ?"
         with self.db.read() as c:
             top = c.execute(top_sql, (expression, fetch)).fetchall()
             if top:
                 ids = [int(r[0]) for r in top]
-                keep_sql = (f"SELECT m.id FROM memories m WHERE m.id IN "  # noqa: S608
+                keep_sql = (f"SELECT m.id FROM memories m WHERE m.id IN "
                             f"({placeholders(len(ids))}) AND {' AND '.join(where)}")
                 allowed = {int(r[0]) for r in c.execute(keep_sql, (*ids, *args)).fetchall()}
                 rows = [r for r in top if int(r[0]) in allowed][:limit]
                 if len(rows) >= limit or len(top) < fetch:
                     return [(int(r[0]), float(r[1])) for r in rows]
-            sql = (f"SELECT f.rowid, bm25({table}) AS r FROM {table} f "  # noqa: S608
+            sql = (f"SELECT f.rowid, bm25({table}) AS r FROM {table} f "
                    f"JOIN memories m ON m.id = f.rowid WHERE {table} MATCH ? AND "
                    f"{' AND '.join(where)} ORDER BY r LIMIT ?")
             rows = c.execute(sql, (expression, *args, limit)).fetchall()
@@ -470,13 +559,13 @@ class SQLiteStore:
                                                                            "turns")
         out: dict[str, int] = {}
         with self.db.read() as c:
-            total = int(c.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0]  # noqa: S608
+            total = int(c.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0]
                         or 0)
             cache = self._df_cache_for(kind, total)
             for token in dict.fromkeys(tokens):
                 hit = cache.get(token)
                 if hit is None:
-                    row = c.execute(f"SELECT doc FROM temp.{vocab} WHERE term = ?",  # noqa: S608
+                    row = c.execute(f"SELECT doc FROM temp.{vocab} WHERE term = ?",
                                     (token,)).fetchone()
                     hit = int(row[0]) if row else 0
                     if hit >= _DF_CACHE_MIN and len(cache) < _DF_CACHE_SIZE:
@@ -513,12 +602,12 @@ class SQLiteStore:
         """Give a new version the associative edges of the version it supersedes."""
         ph = placeholders(len(types))
         c.execute(
-            f"INSERT OR IGNORE INTO edges(src, dst, type, weight, created_at, updated_at) "  # noqa: S608
+            f"INSERT OR IGNORE INTO edges(src, dst, type, weight, created_at, updated_at) "
             f"SELECT ?, dst, type, weight, ?, ? FROM edges WHERE src = ? AND dst != ? "
             f"AND type IN ({ph})", (new, now, now, old, new, *types),
         )
         c.execute(
-            f"INSERT OR IGNORE INTO edges(src, dst, type, weight, created_at, updated_at) "  # noqa: S608
+            f"INSERT OR IGNORE INTO edges(src, dst, type, weight, created_at, updated_at) "
             f"SELECT src, ?, type, weight, ?, ? FROM edges WHERE dst = ? AND src != ? "
             f"AND type IN ({ph})", (new, now, now, old, new, *types),
         )
@@ -529,7 +618,7 @@ class SQLiteStore:
             return []
         idl = list(ids)[:900]
         ph = placeholders(len(idl))
-        sql = f"SELECT src, dst, type, weight FROM edges WHERE (src IN ({ph}) OR dst IN ({ph}))"  # noqa: S608
+        sql = f"SELECT src, dst, type, weight FROM edges WHERE (src IN ({ph}) OR dst IN ({ph}))"
         args: list[Any] = [*idl, *idl]
         if types:
             sql += f" AND type IN ({placeholders(len(types))})"
@@ -625,7 +714,7 @@ class SQLiteStore:
             for start in range(0, len(wanted), 900):
                 chunk = wanted[start:start + 900]
                 rows = c.execute(
-                    f"SELECT {TURN_COLUMNS} FROM turns WHERE +namespace = ? "  # noqa: S608
+                    f"SELECT {TURN_COLUMNS} FROM turns WHERE +namespace = ? "
                     f"AND id IN ({placeholders(len(chunk))})",
                     (self.namespace, *chunk),
                 ).fetchall()
@@ -654,7 +743,7 @@ class SQLiteStore:
         args: list[Any] = [self.namespace]
         for t in hits:
             args += [t.session, t.turn_index - radius, t.turn_index + radius]
-        sql = f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? AND ({where})"  # noqa: S608
+        sql = f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? AND ({where})"
         with self.db.read() as c:
             rows = c.execute(sql, args).fetchall()
         return [turn_from_row(r) for r in rows]
@@ -663,7 +752,7 @@ class SQLiteStore:
         self, scopes: Sequence[str], start: float, end: float, limit: int
     ) -> list[Turn]:
         """Turns of ``scopes`` spoken in ``[start, end)`` (by their timestamp), oldest first."""
-        sql = (f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? "  # noqa: S608
+        sql = (f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? "
                f"AND scope IN ({placeholders(len(scopes))}) AND ts >= ? AND ts < ? "
                f"ORDER BY ts LIMIT ?")
         with self.db.read() as c:
@@ -679,7 +768,7 @@ class SQLiteStore:
         ``scopes`` keeps only turns of those scopes (a session name is not unique across
         projects); None reads every scope (internal callers that place a turn themselves).
         """
-        sql = f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? AND session = ?"  # noqa: S608
+        sql = f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? AND session = ?"
         args: list[Any] = [self.namespace, session]
         if scopes is not None:
             sql += f" AND scope IN ({placeholders(len(scopes))})"
@@ -730,7 +819,7 @@ class SQLiteStore:
         if until is not None:
             where.append("coalesce(t.ts, t.recorded_at) <= ?")
             args.append(until)
-        sql = (f"SELECT f.rowid, bm25({table}) AS r FROM {table} f "  # noqa: S608
+        sql = (f"SELECT f.rowid, bm25({table}) AS r FROM {table} f "
                f"JOIN turns t ON t.id = f.rowid WHERE {table} MATCH ? AND "
                f"{' AND '.join(where)} ORDER BY r LIMIT ?")
         with self.db.read() as c:
@@ -770,15 +859,13 @@ class SQLiteStore:
     def log_event(
         self, c: sqlite3.Connection | None, kind: str, data: dict[str, Any],
         memory_id: int | None = None, now: float | None = None,
-    ) -> None:
-        """Append one event to the journal (inside ``c`` if given, else its own transaction)."""
-        row = (now or time.time(), self.namespace, kind, memory_id, redact_json(data))
-        sql = "INSERT INTO events(ts, namespace, kind, memory_id, data) VALUES (?,?,?,?,?)"
+    ) -> int:
+        """Append one event to the journal (inside ``c`` if given, else its own
+        transaction); returns its id (see :func:`tideline.store.events.append_event`)."""
         if c is not None:
-            c.execute(sql, row)
-        else:
-            with self.db.write() as conn:
-                conn.execute(sql, row)
+            return append_event(c, self.namespace, kind, data, memory_id=memory_id, now=now)
+        with self.db.write() as conn:
+            return append_event(conn, self.namespace, kind, data, memory_id=memory_id, now=now)
 
     def events(
         self, *, kinds: Sequence[str] | None = None, limit: int = 50, since: float | None = None
@@ -816,7 +903,7 @@ class SQLiteStore:
         with self.db.read() as c:
             def grouped(col: str) -> dict[str, int]:
                 rows = c.execute(
-                    f"SELECT {col}, count(*) FROM memories WHERE namespace = ? GROUP BY {col}",  # noqa: S608
+                    f"SELECT {col}, count(*) FROM memories WHERE namespace = ? GROUP BY {col}",
                     (ns,),
                 ).fetchall()
                 return {str(k): int(v) for k, v in rows}
