@@ -56,7 +56,7 @@ def peek_meta(directory: Path, key: str, *, database: str | None = None) -> str 
             from tideline.store import postgres  # type: ignore[attr-defined,unused-ignore]
         except ImportError as exc:
             raise BackendUnavailable(_POSTGRES_EXTRA.format(exc)) from exc
-        value: str | None = postgres.peek_meta(database, key)
+        value: str | None = postgres.peek_database_meta(database, key)
         return value
     from tideline.store.sqlite.connection import peek_meta as sqlite_peek
 
@@ -76,7 +76,7 @@ def peek_gate(directory: Path, namespace: str, *,
             from tideline.store import postgres  # type: ignore[attr-defined,unused-ignore]
         except ImportError as exc:
             raise BackendUnavailable(_POSTGRES_EXTRA.format(exc)) from exc
-        view: GateView | None = postgres.peek_gate(database, namespace)
+        view: GateView | None = postgres.peek_database_gate(database, namespace)
         return view
     from tideline.store.sqlite.gate import peek_gate as sqlite_peek
 
@@ -113,9 +113,9 @@ def open_store(
             from tideline.store import postgres  # type: ignore[attr-defined,unused-ignore]
         except ImportError as exc:
             raise BackendUnavailable(_POSTGRES_EXTRA.format(exc)) from exc
-        store: SQLiteStore = postgres.PostgresStore(
-            database, directory, namespace, marker, busy_timeout_ms=busy_timeout_ms,
-            retries=retries, check_marker=check_marker)
+        store: SQLiteStore = postgres.open_postgres(
+            database, directory, namespace, marker, retries=retries,
+            lock_timeout_ms=busy_timeout_ms, check_marker=check_marker)
         return store
     from tideline.store.sqlite.store import SQLiteStore
 
