@@ -27,9 +27,7 @@ from tideline.project import ProjectInfo
 from tideline.recall.vectors import VectorSpaces
 from tideline.runtime import Runtime
 from tideline.scopes import GLOBAL_KINDS
-from tideline.store import doctor as doctor_mod
-from tideline.store import reembed as reembed_mod
-from tideline.store.connection import peek_meta
+from tideline.store import peek_meta
 from tideline.store.sqlite import SQLiteStore
 from tideline.write.validate import (
     clean_callback,
@@ -187,9 +185,7 @@ class Memory:
 
     @property
     def _agent(self) -> AgentReader:
-        from tideline.store.agent import AgentReader
-
-        return AgentReader(self.store.db, self.store.namespace)
+        return self.store.agent
 
     def _self_model(self) -> SelfModel:
         return SelfModel(self.store, self.config.caps)
@@ -418,7 +414,7 @@ class Memory:
         now = time.time()
         dyn = self.config.dynamics
         updated: list[int] = []
-        with self.store.db.write() as c:
+        with self.store.transaction() as c:
             found = {mid: rec for mid, rec in self.store.get_memories(wanted, c).items()
                      if rec.scope in visible}
             for mid, rec in found.items():
@@ -471,7 +467,7 @@ class Memory:
         """
         mid = clean_id(memory_id, "memory_id")
         visible = self._rt.visible(scope)
-        with self.store.db.write() as c:
+        with self.store.transaction() as c:
             if self.store.get_memory(mid, c).scope not in visible:
                 raise NotFound(f"no memory with id {mid}")
             rec = self.store.delete_memory(c, mid)
@@ -559,7 +555,7 @@ class Memory:
         out = self.store.stats()
         out.update({
             "store": str(self.config.home),
-            "database": str(self.store.db.path),
+            "database": self.store.describe()["database"],
             "namespace": self.config.namespace,
             "project": self.project,
             "project_rule": self.project_info.rule,
@@ -568,7 +564,7 @@ class Memory:
             "embedder": {"name": self.embedder.name, "marker": self.embedder.marker,
                          "dim": self.embedder.dim,
                          "profile": dataclasses.asdict(self.embedder.profile)},
-            "schema_version": self.store.db.schema_version(),
+            "schema_version": self.store.describe()["schema_version"],
         })
         return out
 
@@ -585,8 +581,8 @@ class Memory:
             The findings (``ok`` is False when anything is wrong and was not repaired).
         """
         clean_callback(progress)
-        return doctor_mod.run(self.store, self.embedder, self.vectors,
-                              repair=clean_flag(repair, "repair"), progress=progress)
+        return self.store.doctor(self.embedder, self.vectors,
+                                 repair=clean_flag(repair, "repair"), progress=progress)
 
     def reembed(self, embedder: str | Embedder, *, progress: Progress | None = None,
                 url: str | None = None, model: str | None = None) -> dict[str, Any]:
@@ -606,7 +602,7 @@ class Memory:
         clean_callback(progress)
         new = make_embedder(embedder, url=url, model=model) if isinstance(embedder, str) \
             else embedder
-        result = reembed_mod.run(self.store, new, progress=progress)
+        result = self.store.reembed(new, progress=progress)
         self.vectors.close()
         self.store.marker = new.marker
         # The one place the runtime is swapped: same store and settings, the new embedder's parts.

@@ -176,7 +176,7 @@ def derived_turn_id(
     has occurrence n. ``salt`` is the caller's idempotency key, when it gave one.
 
     Changing this formula changes every stored derived id: it needs a migration that
-    rewrites them (see ``_m004_turn_identity`` in :mod:`tideline.store.schema`).
+    rewrites them (see ``_m004_turn_identity`` in :mod:`tideline.store.sqlite.schema`).
     """
     body = json.dumps([source, session, speaker, timestamp, text, occurrence, salt],
                       ensure_ascii=False, separators=(",", ":"))
@@ -355,7 +355,7 @@ class LexicalQuery:
 
     Attributes:
         text: the user's query, as typed.
-        drop: terms (casefolded, from :func:`tideline.store.lexical.query_terms`) left out
+        drop: terms (casefolded, from :func:`tideline.text.query_terms`) left out
             of the alternatives because they are too common to rank by alone.
         together: terms searched together (ANDed) as one more alternative, so a row
             holding all of a person's names and the topic is still found.

@@ -21,8 +21,8 @@ from tideline.embed.guard import EmbedGuard
 from tideline.errors import InvalidInput, NotFound
 from tideline.models import KINDS, MemoryRecord, Turn, compute_weight
 from tideline.recall.engine import RecallEngine
-from tideline.recall.vectors import VectorSpaces
 from tideline.scopes import default_scope, visible_scopes
+from tideline.store import open_store
 from tideline.store.sqlite import SQLiteStore
 from tideline.write.path import Writer
 from tideline.write.validate import (
@@ -37,6 +37,7 @@ from tideline.write.validate import (
 
 if TYPE_CHECKING:
     from tideline.config import Config
+    from tideline.recall.vectors import VectorSpaces
     from tideline.embed.base import Embedder
 
 __all__ = ["Parts", "Runtime"]
@@ -105,7 +106,7 @@ class Runtime:
             StoreCorrupt: the database file is damaged.
         """
         if store is None:
-            store = SQLiteStore(
+            store = open_store(
                 config.home, config.namespace, embedder.marker,
                 busy_timeout_ms=config.busy_timeout_ms, retries=config.busy_retries,
             )
@@ -116,7 +117,7 @@ class Runtime:
             opened.log_event(None, "embedder", {"state": state, **data})
 
         guard = EmbedGuard(embedder, cooldown_s=config.embed_cooldown_s, on_change=changed)
-        vectors = VectorSpaces(store, embedder.dim, embedder.marker)
+        vectors = store.vector_spaces(embedder.dim, embedder.marker)
         return cls(config=config, store=store, embedder=embedder, guard=guard, vectors=vectors,
                    writer=Writer(store, embedder, vectors, config, guard=guard),
                    engine=RecallEngine(store, embedder, vectors, config, guard=guard),

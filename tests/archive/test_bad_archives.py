@@ -21,7 +21,7 @@ from tideline.errors import (
     SchemaTooNew,
     TidelineError,
 )
-from tideline.store.schema import SCHEMA_VERSION
+from tideline.store.sqlite.schema import SCHEMA_VERSION
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,7 @@ from tideline.archive.exchange import archive_digest
 from tideline.archive.format import EMBEDDING_TABLES, TABLES
 from tideline.embed import HashingEmbedder
 from tideline.errors import BackendUnavailable, Conflict, EmbedderMismatch, InvalidInput
-from tideline.store.dump import tables_in
+from tideline.store.sqlite.dump import tables_in
 
 QUERIES = ("E4521 loader", "what does Ana drink", "deploy key", "茶", "csv column upstream",
            "nothing like this was ever said")
@@ -178,7 +178,7 @@ def test_export_while_another_process_writes_is_consistent(source, tmp_path: Pat
     import sys
 
     from tideline.archive.format import ArchiveReader
-    from tideline.store.schema import SCHEMA_VERSION
+    from tideline.store.sqlite.schema import SCHEMA_VERSION
 
     root = Path(__file__).resolve().parents[2]
     code = ("import sys; from tests.archive.helpers import open_store\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 from tests.conftest import hashing
 
 from tideline import Memory
-from tideline.store import schema
+from tideline.store.sqlite import schema
 
 
 def make_v2_store(home: Path) -> None:

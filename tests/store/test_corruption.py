@@ -20,7 +20,7 @@ from tests.conftest import hashing
 from tests.hooks.conftest import run_hook_process
 
 from tideline import Memory, NotFound, StoreCorrupt
-from tideline.store.presence import MARKER
+from tideline.store.sqlite.presence import MARKER
 
 
 def _store_with_backup(home: Path) -> Path:

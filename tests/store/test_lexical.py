@@ -1,4 +1,4 @@
-"""Tests for tideline.store.lexical against real SQLite FTS5 tables."""
+"""Tests for tideline.text and tideline.store.sqlite.fts against real SQLite FTS5 tables."""
 
 from __future__ import annotations
 
@@ -14,17 +14,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from tideline import text as lexical
 from tideline.errors import InvalidInput
-from tideline.store import lexical
-from tideline.store.lexical import (
-    contains_term,
-    has_cjk,
-    index_text,
-    match_expression,
-    query_terms,
-    raw_match,
-    trigram_expression,
-)
+from tideline.store.sqlite import fts
+from tideline.store.sqlite.fts import match_expression, raw_match, trigram_expression
+from tideline.text import contains_term, has_cjk, index_text, query_terms
 
 Mode = Literal["any", "all"]
 MODES: tuple[Mode, ...] = ("any", "all")
@@ -400,7 +394,7 @@ def test_token_chars_agree_with_sqlite() -> None:
         cp
         for cp in range(0x80, 0x110000)
         if not 0xD800 <= cp < 0xE000
-        and (lexical._is_token_char(chr(cp)) or has_cjk(chr(cp)))
+        and (fts._is_token_char(chr(cp)) or has_cjk(chr(cp)))
     ]
     db.executemany("INSERT INTO f(rowid, body) VALUES (?, ?)", [(cp, chr(cp)) for cp in chars])
     tokenised = {row[0] for row in db.execute("SELECT DISTINCT doc FROM v")}
@@ -411,11 +405,12 @@ def test_token_chars_agree_with_sqlite() -> None:
 def test_jieba_is_not_imported_for_non_cjk_and_is_silent() -> None:
     code = (
         "import sys\n"
-        "from tideline.store import lexical as l\n"
-        "l.index_text('plain words'); l.match_expression('psycopg2 E1234')\n"
-        "l.query_terms('what is this'); l.trigram_expression('hello there')\n"
+        "from tideline import text as l\n"
+        "from tideline.store.sqlite import fts as f\n"
+        "l.index_text('plain words'); f.match_expression('psycopg2 E1234')\n"
+        "l.query_terms('what is this'); f.trigram_expression('hello there')\n"
         "assert 'jieba' not in sys.modules, 'jieba imported for non-CJK text'\n"
-        "l.index_text('我们需要讨论一下边界的问题'); l.match_expression('边界')\n"
+        "l.index_text('我们需要讨论一下边界的问题'); f.match_expression('边界')\n"
         "assert 'jieba' in sys.modules\n"
     )
     proc = subprocess.run(

@@ -12,8 +12,8 @@ from tests.conftest import hashing
 
 from tideline import EmbedderMismatch, Memory, StoreCorrupt
 from tideline.embed import HashingEmbedder
-from tideline.store import schema
-from tideline.store.connection import Database
+from tideline.store.sqlite import schema
+from tideline.store.sqlite.connection import Database
 
 
 def _writer(home: str, worker: int, count: int, out: mp.Queue) -> None:

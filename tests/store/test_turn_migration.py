@@ -15,7 +15,7 @@ from pathlib import Path
 from tests.conftest import hashing
 
 from tideline import Memory
-from tideline.store import schema
+from tideline.store.sqlite import schema
 
 CHAT = [{"session": "s1", "role": "user", "text": "the loader died with E1234"},
         {"session": "s1", "role": "assistant", "text": "ok"},

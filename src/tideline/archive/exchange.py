@@ -1,7 +1,7 @@
 """Export a store to an archive, import one, migrate a whole store: backend-neutral.
 
 Rows are read and written only through a store's ``archive_snapshot`` and
-``archive_loader`` (the SQLite ones are in :mod:`tideline.store.dump`); this module
+``archive_loader`` (the SQLite ones are in :mod:`tideline.store.sqlite.dump`); this module
 holds the order of the work and the rules:
 
 - **Ids are kept.** Every row keeps its id, so source_links, edges, supersedes,
@@ -52,7 +52,7 @@ _EMBED_BATCH = 64
 
 
 def _schema_version() -> int:
-    from tideline.store.schema import SCHEMA_VERSION
+    from tideline.store.sqlite.schema import SCHEMA_VERSION
 
     return SCHEMA_VERSION
 
@@ -143,7 +143,7 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
         EmbedderMismatch: made with another embedder and ``reembed`` is off.
         Conflict: an id is taken by a different row (nothing written).
     """
-    from tideline.store.dump import archive_embedding_jobs
+    from tideline.store.sqlite.dump import archive_embedding_jobs
 
     reader = ArchiveReader(Path(path), _schema_version())
     head = reader.read_header()

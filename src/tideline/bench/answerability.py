@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
+from tideline import text as lexical
 from tideline.bench import real
-from tideline.store import lexical
 
 CACHE = Path(tempfile.gettempdir()) / "tideline-answerability-cache.npz"
 MAX_FALSE = 0.05

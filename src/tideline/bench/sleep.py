@@ -172,7 +172,7 @@ def run(n: int, turns: int, recalls: int, seed: int = 7, home: Path | None = Non
             t = time.perf_counter()
             gated = mem.sleep()
             gated_ms = (time.perf_counter() - t) * 1000
-            size = mem.store.db.path.stat().st_size
+            size = int(mem.store.describe()["bytes"])
         proc = _gated_process(root, process_runs)
     return {
         "bench": "sleep", "n": n, "turns": turns, "recalls": recalls,

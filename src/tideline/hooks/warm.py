@@ -77,7 +77,7 @@ def wanted(home: Path) -> bool:
     current = mode()
     if current != "auto":
         return current == "always"
-    from tideline.store.connection import peek_meta
+    from tideline.store import peek_meta
 
     marker = peek_meta(home, "embedder") or (os.environ.get("TIDELINE_EMBEDDER") or "e5")
     return not marker.startswith("hashing")
@@ -301,7 +301,7 @@ def serve(home: Path, namespace: str, *, idle: float | None = None) -> int:
 
     from tideline import __version__
     from tideline.memory import Memory
-    from tideline.store.connection import peek_meta
+    from tideline.store import peek_meta
 
     path = socket_path(home, namespace)
     _private_dir(path.parent)

@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tideline.errors import InvalidInput, NotFound, StoreCorrupt, from_sqlite
+from tideline.errors import InvalidInput, NotFound, StoreCorrupt
 from tideline.project import project_for_directory
+from tideline.store.sqlite.errors import from_sqlite
 from tideline.write.validate import clean_text, parse_time
 
 __all__ = ["HermesSessions", "hermes_home", "hermes_turns", "read_hermes",

@@ -16,7 +16,7 @@ call (or one streamed file) holds: the same identical turn sent in two separate
 calls without a timestamp or id is stored once.
 
 The turn's place in its session (``turn_index``) is assigned by the store inside
-the write transaction (:meth:`tideline.store.sqlite.SQLiteStore.insert_turns`):
+the write transaction (:meth:`tideline.store.base.WriteRows.insert_turns`):
 the next free index, in input order. A ``turn_index`` in the input is checked
 (a non-negative integer) and otherwise ignored.
 """
@@ -35,7 +35,8 @@ from tideline.config import Caps
 from tideline.embed.base import Embedder, Vectors
 from tideline.errors import InvalidInput
 from tideline.models import ImportResult, Turn, derived_turn_id
-from tideline.store.sqlite import SQLiteStore, turn_index_text
+from tideline.store.base import WriteRows
+from tideline.store.rows import turn_index_text
 from tideline.store.turn_embedding import embed_turns
 from tideline.write.validate import INT64_MAX, clean_name, clean_text, parse_time
 
@@ -133,7 +134,7 @@ def prepare_turns(
 
 
 def store_turns(
-    store: SQLiteStore, embedder: Embedder, turns: list[Turn], *,
+    store: WriteRows, embedder: Embedder, turns: list[Turn], *,
     progress: Callable[[int, int], None] | None = None, txn_turns: int = 500,
     embed: Callable[[Sequence[str]], Vectors | None] | None = None,
 ) -> ImportResult:
@@ -175,7 +176,7 @@ def store_turns(
             vectors.extend(got if got is not None else [None] * len(chunk))
             if progress is not None:
                 progress(part_start + start + len(chunk), total)
-        with store.db.write() as c:
+        with store.transaction() as c:
             new = store.insert_turns(c, part, vectors)
             store.log_event(c, "turns", {"inserted": sum(1 for i in new if i),
                                          "source": part[0].source})

@@ -412,10 +412,8 @@ def _from_messages(messages: Sequence[dict[str, Any]] | None, sid: str) -> list[
 def _unseen(mem: Memory, turns: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Drop turns whose (session, role, text) is stored already (captured by another path)."""
     from tideline.ingest.hermes import unseen_turns
-    from tideline.store.agent import AgentReader
 
-    reader = AgentReader(mem.store.db, mem.store.namespace)
-    return unseen_turns(turns, reader.session_fingerprints)[0]
+    return unseen_turns(turns, mem.store.agent.session_fingerprints)[0]
 
 
 # -- installation into a Hermes home ------------------------------------------------------

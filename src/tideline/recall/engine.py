@@ -29,17 +29,18 @@ from typing import Literal
 
 import numpy as np
 
+from tideline import text as lexical
 from tideline.config import Config
 from tideline.dynamics import retention
 from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
-from tideline.models import MemoryRecord, RecallItem, RecallPacket, Turn, iso
+from tideline.models import LexicalQuery, MemoryRecord, RecallItem, RecallPacket, Turn, iso
 from tideline.recall import when
 from tideline.recall.people import SpeakerDirectory, named_people
 from tideline.recall.routing import ClusterRouter
 from tideline.recall.vectors import VectorSpaces
-from tideline.store import lexical
-from tideline.store.sqlite import SQLiteStore, memory_index_text, turn_index_text
+from tideline.store.rows import memory_index_text, turn_index_text
+from tideline.store.sqlite import SQLiteStore
 
 __all__ = ["Candidate", "RecallEngine"]
 
@@ -121,24 +122,23 @@ class RecallEngine:
         terms = lexical.query_terms(query)
         window = when.find_window(query) if since is None and until is None else None
         weights: dict[str, list[float]] = {}
-        expressions: dict[str, tuple[str | None, str | None]] = {}
+        expressions: dict[str, LexicalQuery] = {}
         spaces = [s for s, wanted in (("m", include_memories),
                                       ("t", include_turns and kind is None)) if wanted]
         for space in spaces:
             weights[space], common, known, together = self._term_stats(space, terms)
-            expressions[space] = (lexical.match_expression(query, drop=common,
-                                                           together=together),
-                                  lexical.trigram_expression(query, drop=common, known=known))
+            expressions[space] = LexicalQuery(text=query, drop=frozenset(common),
+                                              together=tuple(together), known=frozenset(known))
         now = time.time()
 
         cands: dict[tuple[str, int], Candidate] = {}
         memories: dict[int, MemoryRecord] = {}
         turns: dict[int, Turn] = {}
         if include_memories:
-            memories = self._memory_candidates(qv, *expressions["m"], scopes, k, kind, since,
+            memories = self._memory_candidates(qv, expressions["m"], scopes, k, kind, since,
                                                until, cands)
         if include_turns and kind is None:
-            turns = self._turn_candidates(qv, *expressions["t"], scopes, k, since, until, cands)
+            turns = self._turn_candidates(qv, expressions["t"], scopes, k, since, until, cands)
             if window is not None:
                 self._turns_of_window(qv, window, scopes, k, turns, cands)
 
@@ -198,13 +198,12 @@ class RecallEngine:
     # -- candidates -----------------------------------------------------------------------
 
     def _memory_candidates(
-        self, qv: np.ndarray, expr: str | None, tri: str | None, scopes: Sequence[str], k: int,
+        self, qv: np.ndarray, terms: LexicalQuery, scopes: Sequence[str], k: int,
         kind: str | None, since: float | None, until: float | None,
         cands: dict[tuple[str, int], Candidate],
     ) -> dict[int, MemoryRecord]:
         vec = self.vectors.search("m", scopes, qv, k) if qv.any() else {}
-        lex = self._lexical(expr, tri, "memories", scopes, self._lexical_k(k), kind, since,
-                            until)
+        lex = self._lexical(terms, "memories", scopes, self._lexical_k(k), kind, since, until)
         recs = self.store.get_memories([*vec, *lex])
         live = {
             mid: r for mid, r in recs.items()
@@ -223,11 +222,11 @@ class RecallEngine:
         return live
 
     def _turn_candidates(
-        self, qv: np.ndarray, expr: str | None, tri: str | None, scopes: Sequence[str], k: int,
+        self, qv: np.ndarray, terms: LexicalQuery, scopes: Sequence[str], k: int,
         since: float | None, until: float | None, cands: dict[tuple[str, int], Candidate],
     ) -> dict[int, Turn]:
         vec = self.vectors.search("t", scopes, qv, k) if qv.any() else {}
-        lex = self._lexical(expr, tri, "turns", scopes, self._lexical_k(k), None, since, until)
+        lex = self._lexical(terms, "turns", scopes, self._lexical_k(k), None, since, until)
         turns = {
             tid: t for tid, t in self.store.get_turns([*vec, *lex]).items()
             if _in_time(t.timestamp or t.recorded_at, since, until)
@@ -417,20 +416,18 @@ class RecallEngine:
         return max(20, k // 2)
 
     def _lexical(
-        self, expr: str | None, tri: str | None, table: str, scopes: Sequence[str], k: int,
+        self, terms: LexicalQuery, table: str, scopes: Sequence[str], k: int,
         kind: str | None, since: float | None, until: float | None,
     ) -> dict[int, int]:
-        """Rank position (0 = best) of each lexical hit, word and trigram tables merged."""
+        """Rank position (0 = best) of each lexical hit, word and substring indexes merged."""
         ranks: dict[int, int] = {}
-        for expression, suffix in ((expr, "_fts"), (tri, "_tri")):
-            if not expression:
-                continue
+        for substrings in (False, True):
             if table == "memories":
-                rows = self.store.lexical_memories(expression, table + suffix, scopes=scopes,
-                                                   limit=k, kind=kind, since=since, until=until)
+                rows = self.store.search_memories(terms, substrings=substrings, scopes=scopes,
+                                                  limit=k, kind=kind, since=since, until=until)
             else:
-                rows = self.store.lexical_turns(expression, table + suffix, scopes=scopes,
-                                                limit=k, since=since, until=until)
+                rows = self.store.search_turns(terms, substrings=substrings, scopes=scopes,
+                                               limit=k, since=since, until=until)
             for pos, (key, _bm25) in enumerate(rows):
                 ranks[key] = min(ranks.get(key, pos), pos)
         return ranks

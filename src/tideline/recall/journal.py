@@ -12,9 +12,8 @@ from __future__ import annotations
 import time
 
 from tideline.models import RecallPacket
-from tideline.secrets import redact_json
+from tideline.store.base import ViewHost
 from tideline.store.consolidation import ConsolidationStore
-from tideline.store.sqlite import SQLiteStore
 
 __all__ = ["MAX_HITS", "MIN_CONFIDENCE", "RecallJournal"]
 
@@ -27,14 +26,13 @@ MAX_HITS = 10
 class RecallJournal:
     """Records one recall's outcome for the report, attention heatmap and plasticity."""
 
-    def __init__(self, store: SQLiteStore, tier: str) -> None:
+    def __init__(self, store: ViewHost, tier: str) -> None:
         self.store = store
         self.tier = tier
 
     def record(self, packet: RecallPacket) -> None:
         """Write the event, attention rows and eligibility rows for ``packet``."""
         now = time.time()
-        ns = self.store.namespace
         # Only what recall stood behind counts as attention and as co-recall: weak
         # candidates listed beside an abstention must not teach associations.
         hits = [] if packet.abstained else [
@@ -52,22 +50,5 @@ class RecallJournal:
         }
         if packet.degraded:
             data["degraded"] = packet.degraded
-        with self.store.db.write() as c:
-            cur = c.execute(
-                "INSERT INTO events(ts, namespace, kind, memory_id, data) VALUES (?,?,?,?,?)",
-                (now, ns, "recall", None, redact_json(data)),
-            )
-            recall_id = int(cur.lastrowid or 0)
-            home = ConsolidationStore(self.store).primary_clusters(c, [int(i.id) for i in hits])
-            c.executemany(
-                "INSERT INTO attention_log(namespace, memory_id, cluster, similarity, tier, ts) "
-                "VALUES (?,?,?,?,?,?)",
-                [(ns, int(i.id), home.get(int(i.id)), i.similarity, self.tier, now)
-                 for i in hits],
-            )
-            c.executemany(
-                "INSERT INTO eligibility(namespace, recall_id, memory_id, rank, score, ts) "
-                "VALUES (?,?,?,?,?,?)",
-                [(ns, recall_id, int(i.id), rank, i.score, now) for rank, i in enumerate(hits)],
-            )
-
+        ConsolidationStore(self.store).record_recall(
+            data, [(int(i.id), i.similarity, i.score) for i in hits], self.tier, now)

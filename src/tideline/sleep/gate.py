@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from tideline.models import iso
-from tideline.store.consolidation import GateView, peek_gate
+from tideline.store import peek_gate
+from tideline.store.consolidation import GateView
 
 __all__ = ["quick_skip", "skipped"]
 

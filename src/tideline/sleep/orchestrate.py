@@ -126,8 +126,9 @@ def _run_steps(
     before = cons.total_count()
     backup = None
     if rt.config.backups_keep > 0 and only not in _READ_ONLY:
-        backup = str(rt.store.db.backup("sleep", keep=rt.config.backups_keep,
-                                        max_bytes=rt.config.backups_max_mb * 1024 * 1024))
+        made = rt.store.backup("sleep", keep=rt.config.backups_keep,
+                                max_bytes=rt.config.backups_max_mb * 1024 * 1024)
+        backup = None if made is None else str(made)
     backup_ms = round((time.perf_counter() - started) * 1000, 1)
     ctx = SleepContext(rt=rt, cons=cons, tuning=tuning, dyn=rt.config.dynamics, now=now,
                        force=force, progress=progress)

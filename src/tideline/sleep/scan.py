@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tideline.models import MemoryRecord, Turn, iso
+from tideline.store.base import ViewHost
 from tideline.store.consolidation import ConsolidationStore
-from tideline.store.sqlite import SQLiteStore
 
 __all__ = ["Chunk", "ScanResult", "run", "scan_unindexed"]
 
@@ -66,7 +66,7 @@ def _when(t: Turn) -> float:
 
 
 def scan_unindexed(
-    store: SQLiteStore, *, gap_minutes: int = 30, max_turns: int = 400,
+    store: ViewHost, *, gap_minutes: int = 30, max_turns: int = 400,
     max_memories: int = 200, scopes: Sequence[str] | None = None,
 ) -> ScanResult:
     """Find unindexed context (track A and track B) and render it as Markdown.

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Any
 
 from tideline.sleep.context import SleepContext
-from tideline.store import pending
 
 __all__ = ["run"]
 
@@ -24,7 +23,7 @@ def run(ctx: SleepContext) -> dict[str, Any]:
     guard = ctx.rt.guard
     if guard.full_text_only:
         return {"filled": 0, "left": 0, "embedder": "none"}
-    if not pending.flagged(ctx.rt.store):
+    if not ctx.rt.store.vectors_pending():
         return {"filled": 0, "left": 0, "embedder": "down" if guard.down else "ok"}
-    result = pending.fill(ctx.rt.store, guard.passages)
+    result = ctx.rt.store.fill_pending(guard.passages)
     return {**result, "embedder": "down" if guard.down else "ok"}

@@ -1,7 +1,9 @@
 """The store: the only package that talks to a database driver.
 
-:class:`Store` is the seam where backends plug in. :class:`~tideline.store.sqlite.SQLiteStore`
-is the embedded default; a PostgreSQL backend implements the same protocol.
+:func:`open_store` builds the backend a caller asked for: the embedded SQLite store
+(:mod:`tideline.store.sqlite`, the default) in the store directory, or PostgreSQL
+(:mod:`tideline.store.postgres`) for a ``postgresql://`` URL. The protocols below are
+what each consumer needs from a backend; both backends implement them.
 """
 
 from __future__ import annotations
@@ -9,11 +11,116 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from tideline.models import Edge, MemoryRecord, Turn
+from tideline.errors import BackendUnavailable
+from tideline.models import Edge, LexicalQuery, MemoryRecord, Turn
 
-__all__ = ["ArchiveLoader", "ArchiveSnapshot", "ArchiveStore", "Store"]
+if TYPE_CHECKING:
+    from tideline.store.consolidation import GateView
+    from tideline.store.sqlite.store import SQLiteStore
+
+__all__ = ["ArchiveLoader", "ArchiveSnapshot", "ArchiveStore", "Store", "backend_of",
+           "open_store", "peek_gate", "peek_meta"]
+
+_POSTGRES_SCHEMES = ("postgresql", "postgres")
+_POSTGRES_EXTRA = ("PostgreSQL needs the postgres extra: "
+                   "pip install 'tideline-memory[postgres]' ({})")
+
+
+def backend_of(database: str | None) -> str:
+    """The backend a database URL names: ``sqlite`` for None/empty, else ``postgresql``.
+
+    Raises:
+        BackendUnavailable: the URL names a backend Tideline has no code for.
+    """
+    if not database:
+        return "sqlite"
+    scheme = database.split("://", 1)[0].lower() if "://" in database else ""
+    if scheme in _POSTGRES_SCHEMES:
+        return "postgresql"
+    raise BackendUnavailable(
+        f"no {scheme or database!r} backend in this Tideline: a database URL is "
+        "postgresql://…; without one the store directory holds a SQLite store")
+
+
+def peek_meta(directory: Path, key: str, *, database: str | None = None) -> str | None:
+    """One ``db_meta`` value of a store without opening it for writing (None when there is
+    no store yet, or it cannot be read): light, no migration, no numpy.
+
+    Raises:
+        BackendUnavailable: the URL names a backend this installation lacks.
+    """
+    if backend_of(database) == "postgresql":
+        try:
+            from tideline.store import postgres  # type: ignore[attr-defined,unused-ignore]
+        except ImportError as exc:
+            raise BackendUnavailable(_POSTGRES_EXTRA.format(exc)) from exc
+        value: str | None = postgres.peek_database_meta(database, key)
+        return value
+    from tideline.store.sqlite.connection import peek_meta as sqlite_peek
+
+    return sqlite_peek(directory, key)
+
+
+def peek_gate(directory: Path, namespace: str, *,
+              database: str | None = None) -> GateView | None:
+    """What the sleep gate sees (the change marker now and the last sleep's), read without
+    opening the store for writing; None when there is no store yet or it predates sleep.
+
+    Raises:
+        BackendUnavailable: the URL names a backend this installation lacks.
+    """
+    if backend_of(database) == "postgresql":
+        try:
+            from tideline.store import postgres  # type: ignore[attr-defined,unused-ignore]
+        except ImportError as exc:
+            raise BackendUnavailable(_POSTGRES_EXTRA.format(exc)) from exc
+        view: GateView | None = postgres.peek_database_gate(database, namespace)
+        return view
+    from tideline.store.sqlite.gate import peek_gate as sqlite_peek
+
+    return sqlite_peek(directory, namespace)
+
+
+def open_store(
+    directory: Path, namespace: str, marker: str, *, database: str | None = None,
+    busy_timeout_ms: int = 5_000, retries: int = 6, check_marker: bool = True,
+) -> SQLiteStore:
+    """Open the store of one namespace: SQLite in ``directory``, or the database at a URL.
+
+    Args:
+        directory: the store directory (the SQLite file, or a PostgreSQL store's local
+            state: caches, sleep state, backups of nothing authoritative).
+        namespace: which fully separate memory to use.
+        marker: the embedder marker the caller will write with.
+        database: a ``postgresql://`` URL, or None for the embedded SQLite store.
+        busy_timeout_ms: how long one attempt waits for a lock.
+        retries: extra attempts after a busy timeout.
+        check_marker: refuse a store built with another embedder.
+
+    Returns:
+        The opened store.
+
+    Raises:
+        BackendUnavailable: the URL names a backend this installation lacks (PostgreSQL
+            needs ``pip install 'tideline-memory[postgres]'``).
+        EmbedderMismatch: the store was built with another embedder.
+        StoreError: the database cannot be opened (busy, corrupt, too new).
+    """
+    if backend_of(database) == "postgresql":
+        try:
+            from tideline.store import postgres  # type: ignore[attr-defined,unused-ignore]
+        except ImportError as exc:
+            raise BackendUnavailable(_POSTGRES_EXTRA.format(exc)) from exc
+        store: SQLiteStore = postgres.open_postgres(
+            database, directory, namespace, marker, retries=retries,
+            lock_timeout_ms=busy_timeout_ms, check_marker=check_marker)
+        return store
+    from tideline.store.sqlite.store import SQLiteStore
+
+    return SQLiteStore(directory, namespace, marker, busy_timeout_ms=busy_timeout_ms,
+                       retries=retries, check_marker=check_marker)
 
 
 class Store(Protocol):
@@ -42,11 +149,19 @@ class Store(Protocol):
     def edges_of(self, ids: Sequence[int], types: Sequence[str] | None = None) -> list[Edge]:
         """Edges touching the ids."""
 
-    def lexical_memories(self, expression: str, table: str, **kw: Any) -> list[tuple[int, float]]:
-        """Full-text hits over memories."""
+    def search_memories(
+        self, query: LexicalQuery, *, substrings: bool, scopes: Sequence[str], limit: int,
+        kind: str | None = None, since: float | None = None, until: float | None = None,
+        include_superseded: bool = False,
+    ) -> list[tuple[int, float]]:
+        """Memory ids best first for a lexical query (the score only orders them);
+        ``substrings`` searches the identifier/substring index instead of the word index."""
 
-    def lexical_turns(self, expression: str, table: str, **kw: Any) -> list[tuple[int, float]]:
-        """Full-text hits over raw turns."""
+    def search_turns(
+        self, query: LexicalQuery, *, substrings: bool, scopes: Sequence[str], limit: int,
+        since: float | None = None, until: float | None = None,
+    ) -> list[tuple[int, float]]:
+        """Raw-turn ids best first for a lexical query."""
 
     def events(self, **kw: Any) -> list[dict[str, Any]]:
         """The journal."""

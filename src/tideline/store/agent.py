@@ -1,6 +1,6 @@
 """SQL for agent integration: the injection tiers, hooks and importers.
 
-Everything here is plain ``sqlite3`` over :class:`~tideline.store.connection.Database`,
+Portable SQL (see :mod:`tideline.store.dialect`) over a backend's database object,
 with no numpy and no embedder, so a hook (``session-start``, a ``stop`` with nothing
 new) can read what it needs in a few milliseconds without loading the model. The
 facade (:class:`tideline.Memory`) uses the same reader over its own connection.
@@ -9,14 +9,12 @@ facade (:class:`tideline.Memory`) uses the same reader over its own connection.
 from __future__ import annotations
 
 import json
-import sqlite3
-import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tideline.secrets import redact_json
-from tideline.store.connection import Database
+from tideline.store.base import Database
+from tideline.store.events import append_event, changed_since_sleep
 from tideline.store.view import placeholders as _ph
 from tideline.times import clamped_time, stored_time
 
@@ -26,8 +24,6 @@ _MEMORY_COLS = ("id, scope, kind, gesture, context, cognition_direction, tags, w
                 "event_time, recorded_at, source_links")
 _TURN_COLS = ("id, session, turn_index, speaker, role, text, ts, source, message_id, scope, "
               "recorded_at")
-# Journal kinds that never count as "something changed" for the sleep gate.
-_QUIET_KINDS = ("hook", "hook_error", "inject", "sleep", "sleep_skipped", "sleep_gate")
 
 
 def _memory(row: Sequence[Any]) -> dict[str, Any]:
@@ -66,7 +62,9 @@ class AgentReader:
             StoreCorrupt: the file is not a Tideline database.
             SchemaTooNew: written by a newer Tideline.
         """
-        return cls(Database(home), namespace)
+        from tideline.store.sqlite.connection import Database as SQLiteDatabase
+
+        return cls(SQLiteDatabase(home), namespace)
 
     def close(self) -> None:
         """Close the connection (only when this reader opened it)."""
@@ -81,17 +79,18 @@ class AgentReader:
             total = c.execute("SELECT count(*) FROM memories WHERE namespace = ?",
                               (ns,)).fetchone()[0]
             in_scope = c.execute(
-                f"SELECT count(*) FROM memories WHERE namespace = ? AND scope IN ({_ph(len(scopes))}) "  # noqa: S608,E501
+                f"SELECT count(*) FROM memories WHERE namespace = ? AND scope IN ({_ph(len(scopes))}) "  # noqa: E501
                 "AND status NOT IN ('superseded')", (ns, *scopes)).fetchone()[0]
             by_status = dict(c.execute(
-                f"SELECT status, count(*) FROM memories WHERE namespace = ? AND scope IN ({_ph(len(scopes))}) "  # noqa: S608,E501
+                f"SELECT status, count(*) FROM memories WHERE namespace = ? AND scope IN ({_ph(len(scopes))}) "  # noqa: E501
                 "GROUP BY status", (ns, *scopes)).fetchall())
             turns, sessions = c.execute(
                 "SELECT count(*), count(DISTINCT session) FROM turns WHERE namespace = ?",
                 (ns,)).fetchone()
             last = c.execute(
-                f"SELECT session, max(coalesce(ts, recorded_at)) FROM turns WHERE namespace = ? "  # noqa: S608
-                f"AND scope IN ({_ph(len(scopes))})", (ns, *scopes)).fetchone()
+                f"SELECT session, coalesce(ts, recorded_at) AS t FROM turns WHERE namespace = ? "
+                f"AND scope IN ({_ph(len(scopes))}) ORDER BY t DESC LIMIT 1",
+                (ns, *scopes)).fetchone()
             last_memory = c.execute(
                 "SELECT max(recorded_at) FROM memories WHERE namespace = ?", (ns,)).fetchone()[0]
         return {"memories": int(total), "memories_in_scope": int(in_scope),
@@ -124,7 +123,7 @@ class AgentReader:
         """Memories above ``min_weight`` in ``scopes``, neither dormant nor superseded."""
         with self.db.read() as c:
             rows = c.execute(
-                f"SELECT {_MEMORY_COLS} FROM memories WHERE namespace = ? "  # noqa: S608
+                f"SELECT {_MEMORY_COLS} FROM memories WHERE namespace = ? "
                 f"AND scope IN ({_ph(len(scopes))}) AND status NOT IN ('dormant', 'superseded') "
                 "AND weight > ? ORDER BY weight DESC, coalesce(event_time, recorded_at) DESC "
                 "LIMIT ?", (self.ns, *scopes, min_weight, top)).fetchall()
@@ -146,14 +145,14 @@ class AgentReader:
         excl = exclude or ""
         with self.db.read() as c:
             newest = c.execute(
-                f"SELECT max(coalesce(ts, recorded_at)) FROM turns WHERE namespace = ? "  # noqa: S608
+                f"SELECT max(coalesce(ts, recorded_at)) FROM turns WHERE namespace = ? "
                 f"AND scope IN ({_ph(len(scopes))}) AND session != ?",
                 (ns, *scopes, excl)).fetchone()[0]
             if newest is None:
                 return None
             start = clamped_time(newest) - window_s
             sessions = c.execute(
-                f"SELECT session, max(coalesce(ts, recorded_at)) AS last FROM turns "  # noqa: S608
+                f"SELECT session, max(coalesce(ts, recorded_at)) AS last FROM turns "
                 f"WHERE namespace = ? AND scope IN ({_ph(len(scopes))}) AND session != ? "
                 "AND coalesce(ts, recorded_at) >= ? GROUP BY session ORDER BY last DESC LIMIT 200",
                 (ns, *scopes, excl, start)).fetchall()
@@ -163,8 +162,10 @@ class AgentReader:
             # A memory linked to a turn of the window was recorded after that turn, so only
             # memories recorded since the window opened are read (indexed; no full scan).
             best = c.execute(
-                f"SELECT t.session, m.id, m.weight FROM memories m, json_each(m.source_links) j "  # noqa: S608
-                f"JOIN turns t ON t.id = j.value WHERE m.namespace = ? AND m.recorded_at >= ? "
+                f"SELECT t.session, m.id, m.weight FROM memories m CROSS JOIN "
+                f"{self.db.dialect.json_items('m.source_links', 'j')} "
+                f"JOIN turns t ON t.id = CAST(j.value AS BIGINT) "
+                f"WHERE m.namespace = ? AND m.recorded_at >= ? "
                 f"AND m.scope IN ({_ph(len(scopes))}) AND m.status != 'superseded' "
                 f"AND m.source_links != '[]' AND t.session IN ({_ph(len(names))}) "
                 "ORDER BY m.weight DESC, m.id DESC LIMIT 1",
@@ -183,7 +184,7 @@ class AgentReader:
         A session name is no key across projects (the MCP server's default session is
         ``mcp`` everywhere), so readers on behalf of a project pass its scopes.
         """
-        sql = f"SELECT {_TURN_COLS} FROM turns WHERE namespace = ? AND session = ?"  # noqa: S608
+        sql = f"SELECT {_TURN_COLS} FROM turns WHERE namespace = ? AND session = ?"
         args: list[Any] = [self.ns, session]
         if scopes is not None:
             sql += f" AND scope IN ({_ph(len(scopes))})"
@@ -197,7 +198,7 @@ class AgentReader:
         """The session with the newest turn in ``scopes`` (other than ``exclude``)."""
         with self.db.read() as c:
             row = c.execute(
-                f"SELECT session FROM turns WHERE namespace = ? AND scope IN ({_ph(len(scopes))}) "  # noqa: S608,E501
+                f"SELECT session FROM turns WHERE namespace = ? AND scope IN ({_ph(len(scopes))}) "  # noqa: E501
                 "AND session != ? ORDER BY coalesce(ts, recorded_at) DESC, id DESC LIMIT 1",
                 (self.ns, *scopes, exclude or "")).fetchone()
         return None if row is None else str(row[0])
@@ -223,33 +224,11 @@ class AgentReader:
         """
         out: list[dict[str, Any]] = []
         with self.db.read() as c:
-            tables = {r[0] for r in c.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN "
-                "('topic_clusters', 'emb_clusters')").fetchall()}
             for table in ("topic_clusters", "emb_clusters"):
-                if table not in tables:
-                    continue
-                cols = {r[1] for r in c.execute(f"PRAGMA table_info({table})").fetchall()}
-                label = next((x for x in ("label", "keyword", "name", "title") if x in cols),
-                             "NULL")
-                words = "keywords" if "keywords" in cols else "NULL"
-                size = next((x for x in ("size", "count", "members", "n") if x in cols), None)
-                if label == "NULL" and words == "NULL":
-                    continue
-                where, args = [], []
-                if "namespace" in cols:
-                    where.append("namespace = ?")
-                    args.append(self.ns)
-                if "scope" in cols:
-                    where.append(f"scope IN ({_ph(len(scopes))})")
-                    args.extend(scopes)
-                sql = (f"SELECT {label}, {words}, {size or 'NULL'} FROM {table}"  # noqa: S608
-                       + (f" WHERE {' AND '.join(where)}" if where else "")
-                       + (f" ORDER BY {size} DESC" if size else "") + " LIMIT ?")
-                try:
-                    rows = c.execute(sql, (*args, limit)).fetchall()
-                except sqlite3.Error:
-                    continue
+                rows = c.execute(
+                    f"SELECT label, keywords, size FROM {table} WHERE namespace = ? "
+                    f"AND scope IN ({_ph(len(scopes))}) ORDER BY size DESC LIMIT ?",
+                    (self.ns, *scopes, limit)).fetchall()
                 for lab, kw, sz in rows:
                     name = str(lab or "").strip()
                     if not name and kw:
@@ -266,10 +245,11 @@ class AgentReader:
         """Most frequent tags of the newest ``sample`` live memories in ``scopes``."""
         with self.db.read() as c:
             rows = c.execute(
-                f"SELECT j.value, count(*) AS n FROM (SELECT tags FROM memories "  # noqa: S608
+                f"SELECT j.value, count(*) AS n FROM (SELECT tags FROM memories "
                 f"WHERE namespace = ? AND scope IN ({_ph(len(scopes))}) "
                 "AND status != 'superseded' ORDER BY recorded_at DESC LIMIT ?) m, "
-                "json_each(m.tags) j GROUP BY j.value ORDER BY n DESC, j.value LIMIT ?",
+                f"{self.db.dialect.json_items('m.tags', 'j')} "
+                "GROUP BY j.value ORDER BY n DESC, j.value LIMIT ?",
                 (self.ns, *scopes, sample, limit)).fetchall()
         return [(str(t), int(n)) for t, n in rows]
 
@@ -277,7 +257,7 @@ class AgentReader:
         """Live memories per kind in ``scopes``."""
         with self.db.read() as c:
             rows = c.execute(
-                f"SELECT kind, count(*) AS n FROM memories WHERE namespace = ? "  # noqa: S608
+                f"SELECT kind, count(*) AS n FROM memories WHERE namespace = ? "
                 f"AND scope IN ({_ph(len(scopes))}) AND status != 'superseded' "
                 "GROUP BY kind ORDER BY n DESC", (self.ns, *scopes)).fetchall()
         return [(str(k), int(n)) for k, n in rows]
@@ -297,20 +277,21 @@ class AgentReader:
                 "SELECT tier, count(*) FROM attention_log WHERE namespace = ? AND ts >= ? "
                 "GROUP BY tier", (ns, t0)).fetchall())
             mem_rows = c.execute(
-                f"SELECT a.memory_id, count(*) AS n, avg(a.similarity), max(a.ts), m.gesture, "  # noqa: S608
+                f"SELECT m.id, count(*) AS n, avg(a.similarity), max(a.ts), m.gesture, "
                 f"m.tags, m.scope FROM attention_log a JOIN memories m ON m.id = a.memory_id "
                 f"WHERE a.namespace = ? AND a.ts >= ? AND m.scope IN ({_ph(len(scopes))}) "
-                "GROUP BY a.memory_id ORDER BY n DESC", (ns, t0, *scopes)).fetchall()
+                "GROUP BY m.id ORDER BY n DESC", (ns, t0, *scopes)).fetchall()
             cluster_rows = c.execute(
                 "SELECT cluster, count(*) FROM attention_log WHERE namespace = ? AND ts >= ? "
                 "AND cluster IS NOT NULL GROUP BY cluster ORDER BY count(*) DESC",
                 (ns, t0)).fetchall()
             all_tags = c.execute(
-                f"SELECT j.value, count(*) FROM memories m, json_each(m.tags) j "  # noqa: S608
+                f"SELECT j.value, count(*) FROM memories m, "
+                f"{self.db.dialect.json_items('m.tags', 'j')} "
                 f"WHERE m.namespace = ? AND m.scope IN ({_ph(len(scopes))}) "
                 "AND m.status != 'superseded' GROUP BY j.value", (ns, *scopes)).fetchall()
             dark = c.execute(
-                f"SELECT count(*) FROM memories m WHERE m.namespace = ? "  # noqa: S608
+                f"SELECT count(*) FROM memories m WHERE m.namespace = ? "
                 f"AND m.scope IN ({_ph(len(scopes))}) AND m.status != 'superseded' AND NOT EXISTS "
                 "(SELECT 1 FROM attention_log a WHERE a.namespace = m.namespace "
                 "AND a.memory_id = m.id AND a.ts >= ?)", (ns, *scopes, t0)).fetchone()[0]
@@ -345,7 +326,7 @@ class AgentReader:
             for start in range(0, len(wanted), 500):
                 chunk = wanted[start:start + 500]
                 rows = c.execute(
-                    f"SELECT message_id FROM turns WHERE namespace = ? AND source = ? "  # noqa: S608
+                    f"SELECT message_id FROM turns WHERE namespace = ? AND source = ? "
                     f"AND message_id IN ({_ph(len(chunk))})", (self.ns, source, *chunk)).fetchall()
                 found.update(str(r[0]) for r in rows)
         return found
@@ -358,23 +339,12 @@ class AgentReader:
         return {(str(r), str(t)) for r, t in rows}
 
     def changed_since_sleep(self) -> bool:
-        """Whether anything but hook bookkeeping was journaled after the last sleep check.
-
-        The checkpoint is the newest ``sleep`` event (written by sleep itself) or
-        ``sleep_gate`` event (written by a hook after it ran the gated sleep).
-        """
+        """Whether anything but hook bookkeeping was journaled after the last sleep check
+        (see :func:`tideline.store.events.changed_since_sleep`)."""
         with self.db.read() as c:
-            last = c.execute("SELECT max(id) FROM events WHERE namespace = ? "
-                             "AND kind IN ('sleep', 'sleep_gate')", (self.ns,)).fetchone()[0]
-            row = c.execute(
-                f"SELECT 1 FROM events WHERE namespace = ? AND id > ? "  # noqa: S608
-                f"AND kind NOT IN ({_ph(len(_QUIET_KINDS))}) LIMIT 1",
-                (self.ns, int(last or 0), *_QUIET_KINDS)).fetchone()
-        return row is not None
+            return changed_since_sleep(c, self.ns)
 
     def log_event(self, kind: str, data: dict[str, Any]) -> None:
         """Append one journal event in its own short transaction."""
         with self.db.write() as c:
-            c.execute("INSERT INTO events(ts, namespace, kind, memory_id, data) VALUES (?,?,?,?,?)",
-                      (time.time(), self.ns, kind, None, redact_json(data)))
-
+            append_event(c, self.ns, kind, data)

@@ -120,10 +120,10 @@ class CognitionStore(NamespaceView):
         with self.store.db.write() as c:
             cur = c.execute(
                 "INSERT INTO threads(namespace, title, body, source_memories, created_at, "
-                "updated_at) VALUES (?,?,?,?,?,?)",
+                "updated_at) VALUES (?,?,?,?,?,?) RETURNING id",
                 (self.ns, title, body, json.dumps(source_memories), now, now),
             )
-            tid = int(cur.lastrowid or 0)
+            tid = int(cur.fetchone()[0])
             self.store.log_event(c, "thread", {"id": tid, "title": title}, now=now)
         return tid
 

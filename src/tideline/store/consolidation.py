@@ -16,40 +16,34 @@ from __future__ import annotations
 import json
 import os
 import socket
-import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tideline.secrets import redact_json, redact_secrets
-from tideline.store.connection import connect_readonly
+from tideline.store.base import Connection
+from tideline.store.events import append_event, change_marker
+from tideline.store.rows import MEMORY_COLUMNS, TURN_COLUMNS, memory_from_row, turn_from_row
 from tideline.store.view import NamespaceView
 from tideline.store.view import placeholders as _ph
 
 if TYPE_CHECKING:
     from tideline.models import MemoryRecord
 
-__all__ = ["ConsolidationStore", "GateView", "LockHolder", "peek_gate"]
+__all__ = ["ConsolidationStore", "GateView", "LockHolder"]
 
 _CHUNK = 900
 
+_EMB_MEMBER_UPSERT = (
+    "INSERT INTO emb_members(memory_id, rank, cluster_id, similarity) VALUES (?,?,?,?) "
+    "ON CONFLICT (memory_id, rank) DO UPDATE SET cluster_id = excluded.cluster_id, "
+    "similarity = excluded.similarity")
 
-QUIET_KINDS = ("hook", "hook_error", "inject", "sleep", "sleep_skipped", "sleep_gate")
-"""Journal kinds that are bookkeeping, not a change sleep has to consolidate."""
 
-
-def _marker(c: sqlite3.Connection) -> str:
-    # Row ids only grow, and every change a user can make appends an event, a turn or a
-    # memory row, so three lookups from the end of the rowid order tell whether anything
-    # happened (bookkeeping events at the tail are stepped over).
-    e, t, m = c.execute(
-        f"SELECT (SELECT id FROM events WHERE kind NOT IN ({_ph(len(QUIET_KINDS))}) "  # noqa: S608
-        "ORDER BY id DESC LIMIT 1), (SELECT max(id) FROM turns), (SELECT max(id) FROM memories)",
-        QUIET_KINDS,
-    ).fetchone()
-    return f"e{e or 0}:t{t or 0}:m{m or 0}"
+def _changed(cur: Any) -> int:
+    """Rows a statement changed (``executemany``: summed over its parameter sets)."""
+    return max(int(cur.rowcount), 0)
 
 
 @dataclass(frozen=True)
@@ -90,38 +84,6 @@ class LockHolder:
         return False
 
 
-def peek_gate(directory: Path, namespace: str) -> GateView | None:
-    """Read the gate without opening the store for writing (no migration, no numpy).
-
-    Args:
-        directory: the store directory.
-        namespace: the namespace.
-
-    Returns:
-        The gate's view, or None when the store does not exist yet or predates sleep.
-    """
-    try:
-        conn = connect_readonly(directory)
-        if conn is None:
-            return None
-        try:
-            has = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' "
-                               "AND name = 'sleep_state'").fetchone()
-            if not has:
-                return None
-            rows = dict(conn.execute(
-                "SELECT key, value FROM sleep_state WHERE namespace = ? AND key IN "
-                "('marker', 'last_sleep')", (namespace,)).fetchall())
-            marker = _marker(conn)
-        finally:
-            conn.close()
-    except sqlite3.Error:
-        return None
-    last = rows.get("last_sleep")
-    return GateView(marker=marker, stored=rows.get("marker"),
-                    last_sleep=float(last) if last is not None else None)
-
-
 class ConsolidationStore(NamespaceView):
     """The sleep-side SQL of one namespace.
 
@@ -143,7 +105,7 @@ class ConsolidationStore(NamespaceView):
         raw = self.get_state(key)
         return default if raw is None else json.loads(raw)
 
-    def set_state(self, c: sqlite3.Connection, key: str, value: Any) -> None:
+    def set_state(self, c: Connection, key: str, value: Any) -> None:
         """Set a sleep-state value inside the caller's transaction (JSON unless a str)."""
         text = redact_secrets(value)[0] if isinstance(value, str) else redact_json(value)
         c.execute(
@@ -159,7 +121,7 @@ class ConsolidationStore(NamespaceView):
     def gate(self) -> GateView:
         """The gate's view through the open connection."""
         with self.db.read() as c:
-            marker = _marker(c)
+            marker = change_marker(c)
             rows = dict(c.execute(
                 "SELECT key, value FROM sleep_state WHERE namespace = ? AND key IN "
                 "('marker', 'last_sleep')", (self.ns,)).fetchall())
@@ -170,7 +132,7 @@ class ConsolidationStore(NamespaceView):
     def mark_slept(self, now: float) -> str:
         """Store the current marker and time as the last sleep's; returns the marker."""
         with self.db.write() as c:
-            marker = _marker(c)
+            marker = change_marker(c)
             self.set_state(c, "marker", marker)
             self.set_state(c, "last_sleep", repr(now))
         return marker
@@ -233,27 +195,30 @@ class ConsolidationStore(NamespaceView):
     def dynamics_rows(self) -> list[tuple[Any, ...]]:
         """(id, status, strength, stability, reinforcements, last_access, version) of live rows."""
         with self.db.read() as c:
-            return c.execute(
+            rows: list[tuple[Any, ...]] = c.execute(
                 "SELECT id, status, strength, stability, reinforcements, last_access, version "
                 "FROM memories WHERE namespace = ? AND status != 'superseded' ORDER BY id",
                 (self.ns,)).fetchall()
+        return rows
 
     def weight_rows(self) -> list[tuple[Any, ...]]:
         """(id, version, tags, importance, emotional, recurrence, unresolved, weight,
         recorded_at) of live rows."""
         with self.db.read() as c:
-            return c.execute(
+            rows: list[tuple[Any, ...]] = c.execute(
                 "SELECT id, version, tags, importance, emotional, recurrence, unresolved, "
                 "weight, recorded_at FROM memories WHERE namespace = ? "
                 "AND status != 'superseded' ORDER BY id", (self.ns,)).fetchall()
+        return rows
 
     def text_rows(self, after_id: int = 0) -> list[tuple[Any, ...]]:
         """(id, version, scope, gesture, context, cognition_direction, tags) of live rows."""
         with self.db.read() as c:
-            return c.execute(
+            rows: list[tuple[Any, ...]] = c.execute(
                 "SELECT id, version, scope, gesture, context, cognition_direction, tags "
                 "FROM memories WHERE namespace = ? AND status != 'superseded' AND id > ? "
                 "ORDER BY id", (self.ns, after_id)).fetchall()
+        return rows
 
     def max_memory_id(self) -> int:
         """Newest memory id of the namespace."""
@@ -273,8 +238,6 @@ class ConsolidationStore(NamespaceView):
 
     def memories(self, ids: Iterable[int]) -> dict[int, MemoryRecord]:
         """Full records by id (looked up by primary key)."""
-        from tideline.store.sqlite import _MEMORY_COLUMNS, memory_from_row
-
         wanted = list(dict.fromkeys(int(i) for i in ids))
         out: dict[int, MemoryRecord] = {}
         with self.db.read() as c:
@@ -283,13 +246,13 @@ class ConsolidationStore(NamespaceView):
                 # "+namespace": without statistics SQLite would walk a namespace index
                 # (every row of the namespace) instead of the primary key.
                 for row in c.execute(
-                    f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id IN "  # noqa: S608
+                    f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN "
                     f"({_ph(len(chunk))}) AND +namespace = ?", (*chunk, self.ns)).fetchall():
                     rec = memory_from_row(row)
                     out[rec.id] = rec
         return out
 
-    def existing_ids(self, c: sqlite3.Connection, ids: Iterable[int]) -> set[int]:
+    def existing_ids(self, c: Connection, ids: Iterable[int]) -> set[int]:
         """Which of ``ids`` are still memories of this namespace (inside ``c``)."""
         wanted = list(dict.fromkeys(int(i) for i in ids))
         out: set[int] = set()
@@ -300,7 +263,7 @@ class ConsolidationStore(NamespaceView):
         for lo in range(0, len(wanted), _CHUNK):
             chunk = wanted[lo:lo + _CHUNK]
             out.update(int(r[0]) for r in c.execute(
-                f"SELECT id FROM memories WHERE id IN ({_ph(len(chunk))}) AND +namespace = ?",  # noqa: S608
+                f"SELECT id FROM memories WHERE id IN ({_ph(len(chunk))}) AND +namespace = ?",
                 (*chunk, self.ns)).fetchall())
         return out
 
@@ -314,36 +277,32 @@ class ConsolidationStore(NamespaceView):
             Rows updated (a row whose version moved on is skipped).
         """
         with self.db.write() as c:
-            before = c.total_changes
-            c.executemany(
+            cur = c.executemany(
                 "UPDATE memories SET status = ?, stability = ?, strength = ?, reinforcements = ?,"
                 " last_access = ?, version = version + 1, updated_at = ? "
                 "WHERE id = ? AND namespace = ? AND version = ?",
                 [(s, st, sr, rc, la, now, i, self.ns, v) for i, v, s, st, sr, rc, la in rows])
-            return int(c.total_changes - before)
+            return _changed(cur)
 
     def set_weights(self, rows: Sequence[tuple[int, int, int, float]], now: float) -> int:
         """Apply (id, version, recurrence, weight); returns rows updated."""
         updated = 0
         for lo in range(0, len(rows), 20_000):
             with self.db.write() as c:
-                before = c.total_changes
-                c.executemany(
+                updated += _changed(c.executemany(
                     "UPDATE memories SET recurrence = ?, weight = ?, version = version + 1, "
                     "updated_at = ? WHERE id = ? AND namespace = ? AND version = ?",
-                    [(r, w, now, i, self.ns, v) for i, v, r, w in rows[lo:lo + 20_000]])
-                updated += c.total_changes - before
+                    [(r, w, now, i, self.ns, v) for i, v, r, w in rows[lo:lo + 20_000]]))
         return int(updated)
 
     def set_source_links(self, rows: Sequence[tuple[int, int, list[int]]], now: float) -> int:
         """Apply (id, version, links) to memories whose links are still empty."""
         with self.db.write() as c:
-            before = c.total_changes
-            c.executemany(
+            cur = c.executemany(
                 "UPDATE memories SET source_links = ?, version = version + 1, updated_at = ? "
                 "WHERE id = ? AND namespace = ? AND version = ? AND source_links = '[]'",
                 [(json.dumps(links), now, i, self.ns, v) for i, v, links in rows])
-            return int(c.total_changes - before)
+            return _changed(cur)
 
     # -- recall traces --------------------------------------------------------------------
 
@@ -359,7 +318,7 @@ class ConsolidationStore(NamespaceView):
         with self.db.read() as c:
             rows = c.execute(
                 "SELECT e.id, e.recall_id, e.memory_id, e.rank, e.score, e.ts, "
-                "json_extract(ev.data, '$.scope') FROM eligibility e "
+                f"{self.db.dialect.json_text('ev.data', 'scope')} FROM eligibility e "
                 "LEFT JOIN events ev ON ev.id = e.recall_id "
                 "WHERE e.namespace = ? ORDER BY e.ts, e.recall_id, e.rank", (self.ns,)).fetchall()
         return [(int(a), int(b), int(m), int(r), float(s), float(t), sc)
@@ -407,7 +366,7 @@ class ConsolidationStore(NamespaceView):
             for lo in range(0, len(srcs), _CHUNK):
                 chunk = srcs[lo:lo + _CHUNK]
                 for a, b, w in c.execute(
-                    f"SELECT src, dst, weight FROM edges WHERE type = 'co_recall' "  # noqa: S608
+                    f"SELECT src, dst, weight FROM edges WHERE type = 'co_recall' "
                     f"AND src IN ({_ph(len(chunk))})", chunk).fetchall():
                     if int(b) in by_src[int(a)]:
                         out[(int(a), int(b))] = float(w)
@@ -447,16 +406,14 @@ class ConsolidationStore(NamespaceView):
                     if a in live and b in live and w < prune_below]
             pruned = 0
             if prune:
-                before = c.total_changes
-                c.executemany("DELETE FROM edges WHERE src = ? AND dst = ? AND type = 'co_recall'",
-                              gone)
-                c.execute("DELETE FROM edges WHERE type = 'co_recall' AND weight < ? AND src IN "
-                          "(SELECT id FROM memories WHERE namespace = ?)", (prune_below, self.ns))
-                pruned = c.total_changes - before
-            before = c.total_changes
-            c.execute("DELETE FROM eligibility WHERE namespace = ? AND id <= ? AND ts < ?",
-                      (self.ns, consumed_upto, drop_before))
-            cleared = c.total_changes - before
+                pruned = _changed(c.executemany(
+                    "DELETE FROM edges WHERE src = ? AND dst = ? AND type = 'co_recall'", gone))
+                pruned += _changed(c.execute(
+                    "DELETE FROM edges WHERE type = 'co_recall' AND weight < ? AND src IN "
+                    "(SELECT id FROM memories WHERE namespace = ?)", (prune_below, self.ns)))
+            cleared = _changed(c.execute(
+                "DELETE FROM eligibility WHERE namespace = ? AND id <= ? AND ts < ?",
+                (self.ns, consumed_upto, drop_before)))
             self.set_state(c, "plasticity.cursor", str(consumed_upto))
             self.set_state(c, "plasticity.decayed_at", repr(now))
         return {"written": len(rows), "pruned": int(pruned), "eligibility_cleared": int(cleared),
@@ -503,11 +460,11 @@ class ConsolidationStore(NamespaceView):
                     continue
                 cur = c.execute(
                     "INSERT INTO topic_clusters(namespace, scope, label, keywords, size, df, "
-                    "built_at) VALUES (?,?,?,?,?,?,?)",
+                    "built_at) VALUES (?,?,?,?,?,?,?) RETURNING id",
                     (self.ns, cl["scope"], cl["label"], json.dumps(cl["keywords"],
                                                                    ensure_ascii=False),
                      len(members), cl["df"], now))
-                cid = int(cur.lastrowid or 0)
+                cid = int(cur.fetchone()[0])
                 c.executemany("INSERT INTO topic_members(cluster_id, memory_id, score) "
                               "VALUES (?,?,?)", [(cid, m, s) for m, s in members])
                 written += len(members)
@@ -527,10 +484,10 @@ class ConsolidationStore(NamespaceView):
         """Add (cluster id, memory id, score) memberships; drop those of superseded memories."""
         with self.db.write() as c:
             live = self.existing_ids(c, [m for _, m, _ in rows])
-            before = c.total_changes
-            c.executemany("INSERT OR IGNORE INTO topic_members(cluster_id, memory_id, score) "
-                          "VALUES (?,?,?)", [r for r in rows if r[1] in live])
-            added = c.total_changes - before
+            added = _changed(c.executemany(
+                "INSERT INTO topic_members(cluster_id, memory_id, score) VALUES (?,?,?) "
+                "ON CONFLICT (cluster_id, memory_id) DO NOTHING",
+                [r for r in rows if r[1] in live]))
             c.execute("DELETE FROM topic_members WHERE memory_id IN (SELECT id FROM memories "
                       "WHERE namespace = ? AND status = 'superseded')", (self.ns,))
             c.execute("UPDATE topic_clusters SET size = (SELECT count(*) FROM topic_members t "
@@ -576,7 +533,7 @@ class ConsolidationStore(NamespaceView):
                 chunk = list(ids[lo:lo + _CHUNK])
                 with self.db.read() as c:
                     yield [(int(k), bytes(v)) for k, v in c.execute(
-                        f"SELECT key, v FROM vectors WHERE space = ? AND key IN "  # noqa: S608
+                        f"SELECT key, v FROM vectors WHERE space = ? AND key IN "
                         f"({_ph(len(chunk))})", (space, *chunk)).fetchall()]
             return
         last = -1
@@ -597,7 +554,7 @@ class ConsolidationStore(NamespaceView):
             for lo in range(0, len(ids), _CHUNK):
                 chunk = list(ids[lo:lo + _CHUNK])
                 out.extend((int(k), bytes(v)) for k, v in c.execute(
-                    f"SELECT key, v FROM vectors WHERE space = ? AND key IN "  # noqa: S608
+                    f"SELECT key, v FROM vectors WHERE space = ? AND key IN "
                     f"({_ph(len(chunk))})", (space, *chunk)).fetchall())
         return out
 
@@ -657,13 +614,13 @@ class ConsolidationStore(NamespaceView):
                 (self.ns, scope)).fetchall()}
             if old:
                 ph = _ph(len(old))
-                c.execute(f"DELETE FROM emb_adjacency WHERE a IN ({ph})", list(old))  # noqa: S608
-                c.execute(f"DELETE FROM emb_members WHERE cluster_id IN ({ph})", list(old))  # noqa: S608
+                c.execute(f"DELETE FROM emb_adjacency WHERE a IN ({ph})", list(old))
+                c.execute(f"DELETE FROM emb_members WHERE cluster_id IN ({ph})", list(old))
             keep = {int(cl["reuse"]) for cl in clusters if cl.get("reuse") in old}
             gone = sorted(old - keep)
             for lo in range(0, len(gone), _CHUNK):
                 chunk = gone[lo:lo + _CHUNK]
-                c.execute(f"DELETE FROM emb_clusters WHERE id IN ({_ph(len(chunk))})",  # noqa: S608
+                c.execute(f"DELETE FROM emb_clusters WHERE id IN ({_ph(len(chunk))})",
                           chunk)
             ids: dict[int, int] = {}
             for cl in clusters:
@@ -676,11 +633,11 @@ class ConsolidationStore(NamespaceView):
                 else:
                     cur = c.execute(
                         "INSERT INTO emb_clusters(namespace, scope, label, keywords, size, "
-                        "centroid, built_at) VALUES (?,?,?,?,?,?,?)", (self.ns, scope, *values))
-                    ids[int(cl["key"])] = int(cur.lastrowid or 0)
+                        "centroid, built_at) VALUES (?,?,?,?,?,?,?) RETURNING id",
+                        (self.ns, scope, *values))
+                    ids[int(cl["key"])] = int(cur.fetchone()[0])
             live = self.existing_ids(c, [m for m, _, _, _ in members])
-            c.executemany("INSERT OR REPLACE INTO emb_members(memory_id, rank, cluster_id, "
-                          "similarity) VALUES (?,?,?,?)",
+            c.executemany(_EMB_MEMBER_UPSERT,
                           [(m, r, ids[k], s) for m, r, k, s in members if m in live])
             rows = []
             for a, b, n in adjacency:
@@ -696,15 +653,15 @@ class ConsolidationStore(NamespaceView):
         with self.db.write() as c:
             live = self.existing_ids(c, [m for m, _, _, _ in members])
             rows = [(m, r, k, s) for m, r, k, s in members if m in live]
-            c.executemany("INSERT OR REPLACE INTO emb_members(memory_id, rank, cluster_id, "
-                          "similarity) VALUES (?,?,?,?)", rows)
+            c.executemany(_EMB_MEMBER_UPSERT, rows)
             c.executemany("UPDATE emb_clusters SET size = size + 1 WHERE id = ?",
                           [(k,) for _, r, k, _ in rows if r == 0])
             inc = []
             for a, b, n in adjacency:
                 inc.extend([(a, b, n), (b, a, n)])
             c.executemany("INSERT INTO emb_adjacency(a, b, shared) VALUES (?,?,?) "
-                          "ON CONFLICT(a, b) DO UPDATE SET shared = shared + excluded.shared", inc)
+                          "ON CONFLICT(a, b) DO UPDATE SET "
+                          "shared = emb_adjacency.shared + excluded.shared", inc)
             self.set_state(c, "clusters.version", repr(now))
         return len(rows)
 
@@ -724,7 +681,7 @@ class ConsolidationStore(NamespaceView):
             return []
         with self.db.read() as c:
             return [int(r[0]) for r in c.execute(
-                f"SELECT memory_id FROM emb_members WHERE cluster_id IN "  # noqa: S608
+                f"SELECT memory_id FROM emb_members WHERE cluster_id IN "
                 f"({_ph(len(cluster_ids))}) AND rank = 0 ORDER BY similarity DESC LIMIT ?",
                 (*cluster_ids, limit)).fetchall()]
 
@@ -738,16 +695,16 @@ class ConsolidationStore(NamespaceView):
             for lo in range(0, len(ids), _CHUNK):
                 chunk = ids[lo:lo + _CHUNK]
                 out.extend((int(a), int(b), int(n)) for a, b, n in c.execute(
-                    f"SELECT a, b, shared FROM emb_adjacency WHERE a IN ({_ph(len(chunk))}) "  # noqa: S608
+                    f"SELECT a, b, shared FROM emb_adjacency WHERE a IN ({_ph(len(chunk))}) "
                     f"AND a < b", chunk).fetchall())
         return out
 
-    def primary_clusters(self, c: sqlite3.Connection, ids: Sequence[int]) -> dict[int, int]:
+    def primary_clusters(self, c: Connection, ids: Sequence[int]) -> dict[int, int]:
         """memory id → nearest cluster id (inside the caller's transaction)."""
         if not ids:
             return {}
         return {int(m): int(k) for m, k in c.execute(
-            f"SELECT memory_id, cluster_id FROM emb_members WHERE rank = 0 AND memory_id IN "  # noqa: S608
+            f"SELECT memory_id, cluster_id FROM emb_members WHERE rank = 0 AND memory_id IN "
             f"({_ph(len(ids))})", list(ids)).fetchall()}
 
     # -- attention ------------------------------------------------------------------------
@@ -755,13 +712,11 @@ class ConsolidationStore(NamespaceView):
     def fill_attention_clusters(self) -> int:
         """Give attention rows logged before clustering their memory's nearest cluster."""
         with self.db.write() as c:
-            before = c.total_changes
-            c.execute(
+            return _changed(c.execute(
                 "UPDATE attention_log SET cluster = (SELECT e.cluster_id FROM emb_members e "
                 "WHERE e.memory_id = attention_log.memory_id AND e.rank = 0) "
                 "WHERE namespace = ? AND cluster IS NULL AND EXISTS (SELECT 1 FROM emb_members e "
-                "WHERE e.memory_id = attention_log.memory_id AND e.rank = 0)", (self.ns,))
-            return int(c.total_changes - before)
+                "WHERE e.memory_id = attention_log.memory_id AND e.rank = 0)", (self.ns,)))
 
     def attention_by_cluster_day(
         self, since: float, scopes: Sequence[str] | None,
@@ -772,12 +727,13 @@ class ConsolidationStore(NamespaceView):
         logged at recall time (the memory may since have been forgotten).
         """
         sql = ("SELECT coalesce(e.cluster_id, a.cluster) AS cl, "
-               "CAST((a.ts - ?) / 86400 AS INTEGER) AS day, count(*), avg(a.similarity), "
+               f"{self.db.dialect.whole('(a.ts - ?) / 86400')} AS day, count(*), "
+               "avg(a.similarity), "
                "max(a.ts) FROM attention_log a LEFT JOIN emb_members e "
                "ON e.memory_id = a.memory_id AND e.rank = 0 ")
         args: list[Any] = [since]
         if scopes is not None:
-            sql += (f"LEFT JOIN memories m ON m.id = a.memory_id WHERE a.namespace = ? "  # noqa: S608
+            sql += (f"LEFT JOIN memories m ON m.id = a.memory_id WHERE a.namespace = ? "
                     f"AND a.ts >= ? AND (m.scope IS NULL OR m.scope IN ({_ph(len(scopes))})) ")
             args.extend([self.ns, since, *scopes])
         else:
@@ -824,9 +780,7 @@ class ConsolidationStore(NamespaceView):
 
     def unlinked(self, *, limit: int | None = None, after_id: int = 0) -> list[MemoryRecord]:
         """Live memories with empty source_links (newest first when limited)."""
-        from tideline.store.sqlite import _MEMORY_COLUMNS, memory_from_row
-
-        sql = (f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE namespace = ? "  # noqa: S608
+        sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE namespace = ? "
                "AND status != 'superseded' AND source_links = '[]' AND id > ?")
         args: list[Any] = [self.ns, after_id]
         if limit is not None:
@@ -855,11 +809,9 @@ class ConsolidationStore(NamespaceView):
 
     def recent_turns(self, cutoffs: dict[str, float], limit: int) -> list[Any]:
         """The newest ``limit`` turns recorded after their scope's cutoff, oldest first."""
-        from tideline.store.sqlite import _TURN_COLUMNS, turn_from_row
-
         with self.db.read() as c:
             rows = c.execute(
-                f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? "  # noqa: S608
+                f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? "
                 "ORDER BY recorded_at DESC, id DESC LIMIT ?", (self.ns, limit * 4)).fetchall()
         turns = [turn_from_row(r) for r in rows]
         kept = [t for t in turns if t.recorded_at > cutoffs.get(t.scope, float("-inf"))]
@@ -909,7 +861,29 @@ class ConsolidationStore(NamespaceView):
     def log(self, kind: str, data: dict[str, Any], now: float) -> int:
         """Append one event; returns its id."""
         with self.db.write() as c:
-            cur = c.execute(
-                "INSERT INTO events(ts, namespace, kind, memory_id, data) VALUES (?,?,?,?,?)",
-                (now, self.ns, kind, None, redact_json(data)))
-            return int(cur.lastrowid or 0)
+            return append_event(c, self.ns, kind, data, now=now)
+
+    def record_recall(
+        self, data: dict[str, Any], hits: Sequence[tuple[int, float, float]], tier: str,
+        now: float,
+    ) -> int:
+        """Journal one recall in one short transaction: its ``recall`` event, and for each
+        hit (memory id, similarity, score; best first) an ``attention_log`` row (with the
+        memory's home cluster) and an ``eligibility`` row (for co-recall edges).
+
+        Returns:
+            The recall event's id.
+        """
+        with self.db.write() as c:
+            recall_id = append_event(c, self.ns, "recall", data, now=now)
+            home = self.primary_clusters(c, [mid for mid, _, _ in hits])
+            c.executemany(
+                "INSERT INTO attention_log(namespace, memory_id, cluster, similarity, tier, ts) "
+                "VALUES (?,?,?,?,?,?)",
+                [(self.ns, mid, home.get(mid), sim, tier, now) for mid, sim, _ in hits])
+            c.executemany(
+                "INSERT INTO eligibility(namespace, recall_id, memory_id, rank, score, ts) "
+                "VALUES (?,?,?,?,?,?)",
+                [(self.ns, recall_id, mid, rank, score, now)
+                 for rank, (mid, _, score) in enumerate(hits)])
+        return recall_id

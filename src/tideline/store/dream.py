@@ -7,12 +7,12 @@ transaction that writes.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from tideline.models import MemoryRecord
-from tideline.store.sqlite import _MEMORY_COLUMNS, memory_from_row
+from tideline.store.base import Connection
+from tideline.store.rows import MEMORY_COLUMNS, memory_from_row
 from tideline.store.view import NamespaceView
 from tideline.store.view import placeholders as _ph
 
@@ -39,7 +39,7 @@ class DreamStore(NamespaceView):
 
     def _select(self, where: list[str], args: list[Any], order: str,
                 limit: int) -> list[MemoryRecord]:
-        sql = (f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} "  # noqa: S608
+        sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} "
                f"ORDER BY {order} LIMIT ?")
         with self.store.db.read() as c:
             rows = c.execute(sql, (*args, limit)).fetchall()
@@ -49,7 +49,7 @@ class DreamStore(NamespaceView):
         """How many memories are not superseded."""
         where, args = self._where(scopes, ())
         with self.store.db.read() as c:
-            row = c.execute(f"SELECT count(*) FROM memories WHERE {' AND '.join(where)}",  # noqa: S608
+            row = c.execute(f"SELECT count(*) FROM memories WHERE {' AND '.join(where)}",
                             args).fetchone()
         return int(row[0])
 
@@ -88,7 +88,7 @@ class DreamStore(NamespaceView):
                  exclude_kinds: Sequence[str] = ()) -> list[int]:
         """Ids of live memories, oldest first."""
         where, args = self._where(scopes, exclude_kinds)
-        sql = f"SELECT id FROM memories WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"  # noqa: S608
+        sql = f"SELECT id FROM memories WHERE {' AND '.join(where)} ORDER BY id LIMIT ?"
         with self.store.db.read() as c:
             return [int(r[0]) for r in c.execute(sql, (*args, limit)).fetchall()]
 
@@ -100,7 +100,7 @@ class DreamStore(NamespaceView):
                "AND ts >= ?")
         args: list[Any] = [self.ns, since]
         if scopes is not None:
-            inner = f"SELECT id FROM memories WHERE namespace = ? AND scope IN ({_ph(len(scopes))})"  # noqa: S608,E501
+            inner = f"SELECT id FROM memories WHERE namespace = ? AND scope IN ({_ph(len(scopes))})"  # noqa: E501
             sql += f" AND memory_id IN ({inner})"
             args.extend([self.ns, *scopes])
         if ids is not None:
@@ -118,7 +118,7 @@ class DreamStore(NamespaceView):
                   exclude_kinds: Sequence[str] = ()) -> list[int]:
         """Live memories never recalled since ``since`` (oldest access first)."""
         where, args = self._where(scopes, exclude_kinds, alias="m")
-        sql = (f"SELECT m.id FROM memories m WHERE {' AND '.join(where)} AND NOT EXISTS "  # noqa: S608
+        sql = (f"SELECT m.id FROM memories m WHERE {' AND '.join(where)} AND NOT EXISTS "
                "(SELECT 1 FROM attention_log a WHERE a.namespace = m.namespace AND "
                "a.memory_id = m.id AND a.ts >= ?) ORDER BY m.last_access, m.id LIMIT ?")
         with self.store.db.read() as c:
@@ -126,26 +126,28 @@ class DreamStore(NamespaceView):
 
     def last_applied(self, layer: str) -> float | None:
         """When ``layer`` was last applied for real (not a dry run)."""
+        d = self.store.db.dialect
         with self.store.db.read() as c:
             row = c.execute(
                 "SELECT max(ts) FROM events WHERE namespace = ? AND kind = 'dream_apply' "
-                "AND json_extract(data, '$.layer') = ? "
-                "AND coalesce(json_extract(data, '$.dry_run'), 0) = 0",
+                f"AND {d.json_text('data', 'layer')} = ? "
+                f"AND NOT ({d.json_flag('data', 'dry_run')})",
                 (self.ns, layer)).fetchone()
         return None if row[0] is None else float(row[0])
 
     def wander_seeds(self, since: float) -> set[int]:
         """Memories that seeded a wander since ``since``."""
+        d = self.store.db.dialect
         with self.store.db.read() as c:
             rows = c.execute(
-                "SELECT json_extract(data, '$.seed') FROM events WHERE namespace = ? "
-                "AND kind = 'dream_apply' AND ts >= ? AND json_extract(data, '$.layer') = "
+                f"SELECT {d.json_number('data', 'seed')} FROM events WHERE namespace = ? "
+                f"AND kind = 'dream_apply' AND ts >= ? AND {d.json_text('data', 'layer')} = "
                 "'wander'", (self.ns, since)).fetchall()
         return {int(r[0]) for r in rows if r[0] is not None}
 
     # -- inside the apply transaction -----------------------------------------------------
 
-    def facet_version_in(self, c: sqlite3.Connection, entity: str | None, facet: str) -> int:
+    def facet_version_in(self, c: Connection, entity: str | None, facet: str) -> int:
         """Current version of a profile facet (``entity`` given) or self-concept facet; 0 if new."""
         if entity is None:
             row = c.execute("SELECT version FROM self_concept WHERE namespace = ? AND facet = ?",
@@ -165,7 +167,7 @@ class DreamStore(NamespaceView):
         return ({(str(e), str(f)): int(v) for e, f, v in prof},
                 {str(f): int(v) for f, v in selfc})
 
-    def has_edge_in(self, c: sqlite3.Connection, src: int, dst: int, etype: str) -> bool:
+    def has_edge_in(self, c: Connection, src: int, dst: int, etype: str) -> bool:
         """Whether the typed edge exists (either direction for symmetric types)."""
         row = c.execute("SELECT 1 FROM edges WHERE type = ? AND ((src = ? AND dst = ?) OR "
                         "(src = ? AND dst = ?))", (etype, src, dst, dst, src)).fetchone()
@@ -182,10 +184,11 @@ class DreamStore(NamespaceView):
 
     def reviewed_turns(self, since: float) -> set[int]:
         """Turns an applied solidify judged not worth keeping since ``since``."""
+        d = self.store.db.dialect
         with self.store.db.read() as c:
             rows = c.execute(
                 "SELECT DISTINCT j.value FROM events e, "
-                "json_each(json_extract(e.data, '$.skipped_turns')) j "
+                f"{d.json_items(d.json_text('e.data', 'skipped_turns'), 'j')} "
                 "WHERE e.namespace = ? AND e.kind = 'dream_apply' AND e.ts >= ? "
-                "AND json_extract(e.data, '$.layer') = 'solidify'", (self.ns, since)).fetchall()
+                f"AND {d.json_text('e.data', 'layer')} = 'solidify'", (self.ns, since)).fetchall()
         return {int(r[0]) for r in rows}

@@ -28,7 +28,7 @@ class ReportStore(NamespaceView):
         with self.db.read() as c:
             rows = c.execute(
                 "SELECT kind, CASE WHEN recorded_at < ? THEN -1 ELSE "
-                "CAST((recorded_at - ?) / ? AS INTEGER) END AS d, count(*) "
+                f"{self.db.dialect.whole('(recorded_at - ?) / ?')} END AS d, count(*) "
                 "FROM memories WHERE namespace = ? GROUP BY kind, d",
                 (since, since, _DAY, self.ns)).fetchall()
         out: dict[tuple[str, int], int] = {}
@@ -41,18 +41,20 @@ class ReportStore(NamespaceView):
         """(day, decision, writes) of the write events in the window."""
         with self.db.read() as c:
             rows = c.execute(
-                "SELECT CAST((ts - ?) / ? AS INTEGER) AS d, json_extract(data, '$.decision') "
-                "AS dec, count(*) FROM events WHERE namespace = ? AND kind = 'write' "
+                f"SELECT {self.db.dialect.whole('(ts - ?) / ?')} AS d, "
+                f"{self.db.dialect.json_text('data', 'decision')} AS dec, count(*) FROM events "
+                "WHERE namespace = ? AND kind = 'write' "
                 "AND ts >= ? GROUP BY d, dec ORDER BY d", (since, _DAY, self.ns, since)
             ).fetchall()
         return [(int(d), str(dec or "unknown"), int(n)) for d, dec, n in rows]
 
     def recalls(self, since: float) -> list[tuple[int, float, bool, str]]:
         """(day, latency ms, abstained, tier) of every recall in the window."""
+        d = self.db.dialect
         with self.db.read() as c:
             rows = c.execute(
-                "SELECT CAST((ts - ?) / ? AS INTEGER), json_extract(data, '$.latency_ms'), "
-                "json_extract(data, '$.abstained'), json_extract(data, '$.tier') FROM events "
+                f"SELECT {d.whole('(ts - ?) / ?')}, {d.json_number('data', 'latency_ms')}, "
+                f"{d.json_number('data', 'abstained')}, {d.json_text('data', 'tier')} FROM events "
                 "WHERE namespace = ? AND kind = 'recall' AND ts >= ?",
                 (since, _DAY, self.ns, since)).fetchall()
         return [(int(d), float(lat or 0.0), bool(ab), str(tier or "")) for d, lat, ab, tier in rows]
@@ -74,7 +76,7 @@ class ReportStore(NamespaceView):
         with self.db.read() as c:
             rows = c.execute(
                 "SELECT memory_id, count(*) FROM events WHERE namespace = ? AND kind = 'write' "
-                "AND ts >= ? AND json_extract(data, '$.decision') = 'potentiate' "
+                f"AND ts >= ? AND {self.db.dialect.json_text('data', 'decision')} = 'potentiate' "
                 "GROUP BY memory_id", (self.ns, since)).fetchall()
         return {int(m): int(n) for m, n in rows if m is not None}
 
@@ -92,8 +94,9 @@ class ReportStore(NamespaceView):
 
     def token_cost(self, since: float | None) -> dict[str, int]:
         """Calls and summed ``tokens_in``/``tokens_out`` of ``dream_call`` events."""
-        sql = ("SELECT count(*), coalesce(sum(json_extract(data, '$.tokens_in')), 0), "
-               "coalesce(sum(json_extract(data, '$.tokens_out')), 0) FROM events "
+        d = self.db.dialect
+        sql = (f"SELECT count(*), coalesce(sum({d.json_number('data', 'tokens_in')}), 0), "
+               f"coalesce(sum({d.json_number('data', 'tokens_out')}), 0) FROM events "
                "WHERE namespace = ? AND kind = 'dream_call'")
         args: list[Any] = [self.ns]
         if since is not None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tideline.store.sqlite import SQLiteStore
+    from tideline.store.base import ViewHost
 
 __all__ = ["NamespaceView", "placeholders"]
 
@@ -17,13 +17,13 @@ def placeholders(n: int) -> str:
 
 
 class NamespaceView:
-    """SQL over one namespace of an opened :class:`SQLiteStore`.
+    """Portable SQL over one namespace of an opened store (any backend).
 
     Args:
-        store: the opened SQLite store.
+        store: the opened store.
     """
 
-    def __init__(self, store: SQLiteStore) -> None:
+    def __init__(self, store: ViewHost) -> None:
         self.store = store
         self.db = store.db
         self.ns = store.namespace

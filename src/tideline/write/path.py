@@ -18,7 +18,7 @@ write it did not see answered. The same content stated again later is a
 restatement and goes through the gate, which potentiates the memory it matches —
 that is how spaced reinforcement happens.
 When the embedder is unavailable the write is stored all the same, its vector
-pending (:mod:`tideline.store.pending`), and the gate judges by text: the same
+pending (:mod:`tideline.store.sqlite.pending`), and the gate judges by text: the same
 text (case-folded) in scope potentiates, a memory sharing most of its words
 (:func:`lexical_similarity` ≥ ``LEXICAL_RELATED``) is linked, anything else is new.
 The next write that embeds fills pending vectors in (a batch at a time).
@@ -40,9 +40,9 @@ from tideline.config import Config
 from tideline.dynamics import reinforce
 from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
-from tideline.models import Decision, MemoryRecord, WriteResult, compute_weight
+from tideline.models import Decision, LexicalQuery, MemoryRecord, WriteResult, compute_weight
 from tideline.recall.vectors import VectorSpaces
-from tideline.store.sqlite import SQLiteStore
+from tideline.store.base import WriteRows
 
 __all__ = [
     "PreparedWrite", "Writer", "gate_decision", "idempotency_key", "lexical_similarity",
@@ -103,7 +103,7 @@ class Writer:
     """Applies the write path for one store."""
 
     def __init__(
-        self, store: SQLiteStore, embedder: Embedder, vectors: VectorSpaces, config: Config,
+        self, store: WriteRows, embedder: Embedder, vectors: VectorSpaces, config: Config,
         *, guard: EmbedGuard | None = None,
     ) -> None:
         self.store = store
@@ -140,7 +140,7 @@ class Writer:
         prepared = self.prepare(rec, key=key, source=source, gate=gate)
         if isinstance(prepared, WriteResult):
             return prepared
-        with self.store.db.write() as c:
+        with self.store.transaction() as c:
             result = self.commit(c, prepared, self.clock())
         if prepared.vector is not None:
             self.fill_pending()
@@ -148,11 +148,9 @@ class Writer:
 
     def fill_pending(self, limit: int | None = FILL_AFTER_WRITE) -> int:
         """Embed rows stored while the embedder was down, if any (one meta read if none)."""
-        from tideline.store import pending
-
-        if self.guard.full_text_only or not pending.flagged(self.store):
+        if self.guard.full_text_only or not self.store.vectors_pending():
             return 0
-        return int(pending.fill(self.store, self.guard.passages, limit=limit)["filled"])
+        return int(self.store.fill_pending(self.guard.passages, limit=limit)["filled"])
 
     def prepare(
         self, rec: MemoryRecord, *, key: str | None, source: str, gate: bool = True,
@@ -241,12 +239,10 @@ class Writer:
 
     def _lexical_nearest(self, rec: MemoryRecord) -> tuple[int | None, float]:
         """The live memory in scope whose words are nearest (1.0: the same text)."""
-        from tideline.store import lexical
-
-        expr = lexical.match_expression(rec.gesture)
-        if not expr:
+        rows = self.store.search_memories(LexicalQuery(text=rec.gesture), substrings=False,
+                                          scopes=[rec.scope], limit=8)
+        if not rows:
             return None, 0.0
-        rows = self.store.lexical_memories(expr, "memories_fts", scopes=[rec.scope], limit=8)
         live = self.store.get_memories([key for key, _ in rows])
         best: tuple[int | None, float] = (None, 0.0)
         for mid, other in live.items():

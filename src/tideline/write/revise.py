@@ -60,7 +60,7 @@ def revise_memory(rt: Runtime, memory_id: int, text: str | None,
     vector = None if embedded is None else embedded[0]
     now = time.time()
     store = rt.store
-    with store.db.write() as c:
+    with store.transaction() as c:
         current = store.get_memory(memory_id, c)
         if current.version != old.version or current.status == "superseded":
             raise Conflict(f"memory {memory_id} changed meanwhile; read it again and retry")

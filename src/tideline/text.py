@@ -1,24 +1,14 @@
-"""Lexical search helpers: safe FTS5 expressions, CJK-aware indexing, keyword terms.
+"""Query and text analysis shared by every backend: terms, CJK segmentation, stopwords.
 
-Two FTS5 tables back lexical recall (rowid = the row's integer id)::
-
-    CREATE VIRTUAL TABLE memories_fts USING fts5(
-        body, tokenize="unicode61 remove_diacritics 2");  -- body = index_text(text)
-    CREATE VIRTUAL TABLE memories_tri USING fts5(
-        body, tokenize="trigram");                          -- body = NFC text
-
-The word table (``unicode61``) splits on punctuation and treats a run of CJK
-characters without spaces as a single token, so :func:`index_text` rewrites
-every CJK run into its character bigrams (in order, so that a phrase of bigrams
-matches any contiguous substring of two or more characters), the run's last
-character alone (so that a one-character prefix query finds every occurrence),
-and the jieba ``cut_for_search`` words (whole words weigh more in BM25).
-:func:`match_expression` mirrors that on the query side, and quotes every
-term, so no user text can reach the FTS5 query parser as syntax.
-
-The trigram table catches substrings of identifiers (``E1234`` inside
-``errE1234x``, ``psycopg`` inside ``psycopg2-binary``); :func:`trigram_expression`
-builds its query from the whitespace tokens of three characters or more.
+Nothing here knows a query language. The recall engine and the backends' full-text
+code read the same analysis: :func:`query_terms` (the keyword terms of a query, for the
+exact-keyword boost and the document-frequency budget), :func:`index_text` (the text a
+word index stores: every CJK run rewritten into its character bigrams, its last
+character alone, and the jieba ``cut_for_search`` words, since word tokenizers treat a
+run of CJK characters without spaces as one token), :func:`index_tokens` (the tokens a
+word index makes of a term), :func:`keyword_coverage` and :func:`contains_term`.
+Building blocks for a backend's query builder (normalisation, stopwords, segmentation)
+are public too; the SQLite FTS5 syntax lives in :mod:`tideline.store.sqlite.fts`.
 
 jieba is imported lazily, on the first text that holds CJK characters: it costs
 about half a second to load, and nothing else pays for it.
@@ -31,23 +21,31 @@ import re
 import threading
 import unicodedata
 import warnings
-from collections.abc import Collection, Sequence
-from typing import Any, Literal
-
-from tideline.errors import InvalidInput
+from collections.abc import Sequence
+from typing import Any
 
 __all__ = [
-    "MAX_TERM_CHARS",
+    "ASCII_PUNCT",
+    "CJK_SEGMENT",
+    "EDGE_PUNCT",
+    "MAX_CJK_WORD",
+    "MAX_PARTS",
     "MAX_TERMS",
+    "MAX_TERM_CHARS",
+    "STOPWORDS",
+    "bigrams",
+    "clean_words",
     "contains_term",
-    "index_tokens",
-    "keyword_coverage",
+    "cut",
+    "cut_for_search",
     "has_cjk",
     "index_text",
-    "match_expression",
+    "index_tokens",
+    "keyword_coverage",
     "query_terms",
-    "raw_match",
-    "trigram_expression",
+    "strip_edges",
+    "strip_invisible",
+    "wants_substring",
 ]
 
 MAX_TERMS = 64
@@ -57,11 +55,11 @@ MAX_TERM_CHARS = 128
 """Longest quoted term; a longer one is cut and becomes a prefix query (or, for the
 trigram table, a shorter substring), which only ever widens the match."""
 
-_MAX_CJK_WORD = 32
+MAX_CJK_WORD = 32
 """Longest CJK word (jieba word, kana/hangul run) used whole in a query; a longer one
 becomes the bigram phrase of its prefix, which still matches wherever the whole does."""
 
-_MAX_PARTS = 8
+MAX_PARTS = 8
 """Most jieba search parts used as the alternative spelling of one long Han word."""
 
 # --- character classes -------------------------------------------------------------
@@ -78,25 +76,21 @@ _KANA_HANGUL = (
     "\ud7b0-\ud7fb\uff66-\uff9f\uffa0-\uffdc\U0001b000-\U0001b16f"
 )
 _CJK_RUN = re.compile(f"[{_HAN}{_KANA_HANGUL}]+")
-_CJK_SEGMENT = re.compile(f"(?P<han>[{_HAN}]+)|(?P<other>[{_KANA_HANGUL}]+)")
+CJK_SEGMENT = re.compile(f"(?P<han>[{_HAN}]+)|(?P<other>[{_KANA_HANGUL}]+)")
 
 # Letters that Python's Unicode tables call L*/N* but that SQLite's unicode61
 # tokenizer (Unicode 6.1 data) treats as separators.
-_NOT_TOKEN_CHARS = frozenset(
-    [chr(cp) for cp in range(0x19B0, 0x19C1)] + ["\u19c8", "\u19c9", "\u1cf2", "\u1cf3"]
-)
 
-# Characters stripped from both ends of a whitespace token (keyword and trigram terms).
-_EDGE_PUNCT = (
+EDGE_PUNCT = (
     ",.;:!?()[]{}<>\"'`"
     "\u2018\u2019\u201a\u201c\u201d\u201e\u00ab\u00bb\u2039\u203a\u2026"
     "\u3001\u3002\u300a\u300b\u300c\u300d\u300e\u300f\u3010\u3011"
     "\uff01\uff08\uff09\uff0c\uff0e\uff1a\uff1b\uff1f"
 )
-_LEAD_PUNCT = _EDGE_PUNCT.replace(".", "")  # keep a leading dot: ".env", ".NET"
+_LEAD_PUNCT = EDGE_PUNCT.replace(".", "")  # keep a leading dot: ".env", ".NET"
 
 _ASCII_CONTROLS = {cp: " " for cp in [*range(0x20), 0x7F]}
-_ASCII_PUNCT = "".join(chr(cp) for cp in range(0x21, 0x7F) if not chr(cp).isalnum())
+ASCII_PUNCT = "".join(chr(cp) for cp in range(0x21, 0x7F) if not chr(cp).isalnum())
 
 # --- stopwords (casefolded) ---------------------------------------------------------
 
@@ -136,7 +130,7 @@ _STOP_CJK = """
 吗 呢 吧 啊 呀 么 什么 怎么 如何 哪 哪个 有 没 没有 不 被 把 给 对 从 向 于 以 为 着 过 地 得
 个 些 很 还 又 请 让 が は を に で と も の へ や か ね よ な だ です ます
 """
-_STOPWORDS = frozenset((_STOP_EN + _STOP_DE + _STOP_RU + _STOP_CJK).split())
+STOPWORDS = frozenset((_STOP_EN + _STOP_DE + _STOP_RU + _STOP_CJK).split())
 
 # --- jieba (lazy) -------------------------------------------------------------------
 
@@ -160,18 +154,18 @@ def _load_jieba() -> Any:
     return _jieba
 
 
-def _cut(text: str) -> list[str]:
+def cut(text: str) -> list[str]:
     return [w for w in _load_jieba().lcut(text) if w.strip()]
 
 
-def _cut_for_search(text: str) -> list[str]:
+def cut_for_search(text: str) -> list[str]:
     return [w for w in _load_jieba().lcut_for_search(text) if w.strip()]
 
 
 # --- normalisation ------------------------------------------------------------------
 
 
-def _strip_invisible(text: str, *, drop_format: bool) -> str:
+def strip_invisible(text: str, *, drop_format: bool) -> str:
     """Controls become spaces; lone surrogates (and, if asked, format chars) go."""
     if text.isascii():
         return text.translate(_ASCII_CONTROLS)
@@ -187,32 +181,20 @@ def _strip_invisible(text: str, *, drop_format: bool) -> str:
     return "".join(out)
 
 
-def _clean_words(text: str) -> str:
+def clean_words(text: str) -> str:
     """Normalisation shared by :func:`index_text` and :func:`match_expression`.
 
     NFKC folds full-width forms, ligatures and half-width kana; zero-width and
     bidi format characters are dropped so that ``foo\\u200bbar`` is ``foobar`` on
     both sides.
     """
-    return unicodedata.normalize("NFKC", _strip_invisible(text, drop_format=True))
+    return unicodedata.normalize("NFKC", strip_invisible(text, drop_format=True))
 
 
 def _clean_keywords(text: str) -> str:
     """Normalisation for keyword matching: NFC, casefolded."""
-    cleaned = unicodedata.normalize("NFC", _strip_invisible(text, drop_format=True))
+    cleaned = unicodedata.normalize("NFC", strip_invisible(text, drop_format=True))
     return unicodedata.normalize("NFC", cleaned.casefold())
-
-
-def _is_token_char(ch: str) -> bool:
-    """True when unicode61 surely keeps ``ch`` as (part of) a token."""
-    if ch.isascii():
-        return ch.isalnum()
-    cat = unicodedata.category(ch)
-    return (cat[0] in "LN" or cat == "Co") and ch not in _NOT_TOKEN_CHARS
-
-
-def _has_token(text: str) -> bool:
-    return any(_is_token_char(ch) for ch in text)
 
 
 def _is_word_char(ch: str) -> bool:
@@ -220,15 +202,11 @@ def _is_word_char(ch: str) -> bool:
     return (ch.isalnum() or ch == "_") and _CJK_RUN.match(ch) is None
 
 
-def _strip_edges(token: str) -> str:
-    return token.lstrip(_LEAD_PUNCT).rstrip(_EDGE_PUNCT)
+def strip_edges(token: str) -> str:
+    return token.lstrip(_LEAD_PUNCT).rstrip(EDGE_PUNCT)
 
 
-def _quote(term: str) -> str:
-    return '"' + term.replace('"', '""') + '"'
-
-
-def _bigrams(run: str) -> list[str]:
+def bigrams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 
@@ -262,19 +240,19 @@ def index_text(text: str) -> str:
     Returns:
         The body for the ``unicode61`` FTS5 table.
     """
-    cleaned = _clean_words(text)
+    cleaned = clean_words(text)
     if not has_cjk(cleaned):
         return cleaned
     out: list[str] = []
     pos = 0
     for match in _CJK_RUN.finditer(cleaned):
         run = match.group()
-        parts = _bigrams(run)
+        parts = bigrams(run)
         parts.append(run[-1])
-        for seg in _CJK_SEGMENT.finditer(run):
+        for seg in CJK_SEGMENT.finditer(run):
             if seg.group("han"):
-                parts.extend(w for w in _cut_for_search(seg.group()) if len(w) >= 2)
-            elif 2 <= len(seg.group()) <= _MAX_CJK_WORD:
+                parts.extend(w for w in cut_for_search(seg.group()) if len(w) >= 2)
+            elif 2 <= len(seg.group()) <= MAX_CJK_WORD:
                 parts.append(seg.group())
         out.append(cleaned[pos : match.start()])
         out.append(" " + " ".join(parts) + " ")
@@ -283,185 +261,10 @@ def index_text(text: str) -> str:
     return "".join(out)
 
 
-def _cjk_term(word: str, *, han: bool = False) -> str:
-    """Query expression for one CJK word, matching the rewrite of :func:`index_text`.
-
-    One character is a prefix query (it finds the bigrams that start with it and
-    the last character of a run); two characters are one bigram; a longer word
-    is its bigram phrase OR the word itself (a jieba token, for BM25 weight).
-    A longer Han compound (``边界问题``, ``人工智能``) may also match as all of its
-    jieba search parts (``边界`` AND ``问题``), so ``边界的问题`` is found too.
-    """
-    if len(word) == 1:
-        return _quote(word) + "*"
-    if len(word) == 2:
-        return _quote(word)
-    alternatives = [_quote(" ".join(_bigrams(word))), _quote(word)]
-    if han:
-        parts = list(dict.fromkeys(p for p in _cut_for_search(word) if 2 <= len(p) < len(word)))
-        if parts:
-            joined = " AND ".join(_cjk_term(p) for p in parts[:_MAX_PARTS])
-            alternatives.append(f"({joined})" if len(parts) > 1 else joined)
-    return "(" + " OR ".join(alternatives) + ")"
-
-
-def _word_terms(query: str) -> list[tuple[str, bool]]:
-    """Quoted terms of ``query`` for the word table, each with its stopword flag."""
-    terms: list[tuple[str, bool]] = []
-    seen: set[str] = set()
-
-    def add(expr: str, stop: bool) -> bool:
-        if expr not in seen:
-            seen.add(expr)
-            terms.append((expr, stop))
-        return len(terms) >= MAX_TERMS
-
-    for token in _clean_words(query).split():
-        pos = 0
-        pieces: list[tuple[str, str]] = []
-        for seg in _CJK_SEGMENT.finditer(token):
-            pieces.append(("text", token[pos : seg.start()]))
-            pieces.append(("han" if seg.group("han") else "other", seg.group()))
-            pos = seg.end()
-        pieces.append(("text", token[pos:]))
-        for kind, piece in pieces:
-            if kind == "text":
-                # ASCII punctuation separates tokens in unicode61, so trimming it
-                # from the ends never changes what the phrase matches.
-                text = piece.strip(_ASCII_PUNCT)
-                if not _has_token(text):
-                    continue
-                word = _strip_edges(text).casefold().replace("\u2019", "'")
-                # A lone letter or digit (an initial, "K.") is as unspecific as a stopword.
-                stop = word in _STOPWORDS or len(word) < 2
-                if len(text) > MAX_TERM_CHARS:
-                    cut = MAX_TERM_CHARS
-                    while not _has_token(text[:cut]):
-                        cut += MAX_TERM_CHARS
-                    expr = _quote(text[:cut]) + ("*" if cut < len(text) else "")
-                else:
-                    expr = _quote(text)
-                if add(expr, stop):
-                    return terms
-            else:
-                words = _cut(piece) if kind == "han" else [piece]
-                for word in words:
-                    if len(word) <= _MAX_CJK_WORD:
-                        expr = _cjk_term(word, han=kind == "han")
-                    else:  # a bigram phrase of a prefix matches wherever the whole word does
-                        expr = _quote(" ".join(_bigrams(word[:_MAX_CJK_WORD])))
-                    if add(expr, word in _STOPWORDS):
-                        return terms
-    return terms
-
-
-def _plain(expr: str) -> str | None:
-    """The casefolded text of a simple quoted term (``"abc"`` → ``abc``), else None."""
-    if len(expr) >= 2 and expr[0] == expr[-1] == '"' and '"' not in expr[1:-1].replace('""', ""):
-        return expr[1:-1].replace('""', '"').casefold().strip(_EDGE_PUNCT)
-    return None
-
-
-def _is_initial(expr: str) -> bool:
-    """A quoted single letter that is not a stopword (a name's initial)."""
-    plain = _plain(expr)
-    return plain is not None and len(plain) == 1 and plain.isalpha() and (
-        plain not in _STOPWORDS)
-
-
-def _without(kept: list[str], drop: Collection[str]) -> list[str]:
-    """Leave out dropped terms, but never all of them."""
-    if not drop:
-        return kept
-    rest = [e for e in kept if _plain(e) not in drop]
-    return rest or kept[:1]
-
-
-def match_expression(
-    query: str, *, mode: Literal["any", "all"] = "any", drop: Collection[str] = (),
-    together: Collection[str] = (),
-) -> str | None:
-    """Build a safe FTS5 MATCH expression for the unicode61 (word) table.
-
-    Every term is a quoted FTS5 string (inner double quotes doubled), so user
-    text never reaches the query parser as syntax: ``AND``, ``NEAR(``, ``col:x``,
-    ``-x``, ``^`` and ``*`` are plain words or nothing. A whitespace token becomes
-    a phrase (``"whale-listen"`` matches the tokens ``whale listen`` in order);
-    CJK words become bigram phrases (one character: a prefix query). Stopwords
-    are dropped when the query holds other terms and kept when it holds only
-    stopwords. At most :data:`MAX_TERMS` terms are used.
-
-    Args:
-        query: raw user text.
-        mode: ``"any"`` joins terms with OR, ``"all"`` with AND.
-
-    Returns:
-        The MATCH expression, or None when the query holds nothing searchable.
-    """
-    terms = _word_terms(query)
-    if not terms:
-        return None
-    kept = [expr for expr, stop in terms if not stop] or [expr for expr, _ in terms]
-    if mode == "all":
-        return " AND ".join(_without(kept, drop))
-    parts = [e for e in kept if _plain(e) not in drop] if drop else list(kept)
-    both = [e for e in kept if _plain(e) in together] if together else []
-    if len(both) > 1:
-        # An initial ("Jonas K. Tanaka") is never searched alone, but it narrows the
-        # conjunction of the name's other parts to the person meant.
-        both += [e for e, _ in terms if _is_initial(e)]
-        parts.append("(" + " AND ".join(both) + ")")
-    return " OR ".join(parts or kept[:1])
-
-
-def trigram_expression(
-    query: str, *, drop: Collection[str] = (), known: Collection[str] = ()
-) -> str | None:
-    """Build a safe FTS5 MATCH expression for the trigram (substring) table.
-
-    The query is NFC-normalised (controls become spaces, lone surrogates go);
-    each whitespace token is stripped of surrounding punctuation and kept when
-    it has three characters or more, one of them a letter or digit, and looks
-    like an identifier, a code, CJK text or a word of five letters or more. Tokens are
-    quoted, cut to :data:`MAX_TERM_CHARS` and joined with OR; stopwords are
-    left out unless nothing else remains. The trigram
-    tokenizer folds case itself, so the stored body may be lowercased or not.
-
-    Args:
-        query: raw user text.
-
-    Returns:
-        The MATCH expression, or None when no token is long enough.
-    """
-    cleaned = unicodedata.normalize("NFC", _strip_invisible(query, drop_format=False))
-    terms: list[tuple[str, bool]] = []
-    seen: set[str] = set()
-    for token in cleaned.split():
-        term = token.strip(_EDGE_PUNCT)[:MAX_TERM_CHARS]
-        key = term.casefold()
-        if len(term) < 3 or key in seen or not any(ch.isalnum() for ch in term):
-            continue
-        if not _wants_substring(term):
-            continue
-        seen.add(key)
-        terms.append((_quote(term), key.replace("\u2019", "'") in _STOPWORDS))
-        if len(terms) >= MAX_TERMS:
-            break
-    if not terms:
-        return None
-    kept = [expr for expr, stop in terms if not stop] or [expr for expr, _ in terms]
-    if known:
-        # Whole words the word table already holds need no substring search.
-        kept = [e for e in kept if _plain(e) not in known]
-        if not kept:
-            return None
-    return " OR ".join(_without(kept, drop))
-
-
 _IDENTIFIER_PUNCT = frozenset("-_./:@#+\\=~$%&")
 
 
-def _wants_substring(term: str) -> bool:
+def wants_substring(term: str) -> bool:
     """Whether a token goes to the trigram table: identifiers, codes, CJK, longer words.
 
     Short plain words are matched whole by the word table; sending them to the
@@ -496,28 +299,28 @@ def query_terms(query: str) -> list[str]:
     seen: set[str] = set()
 
     def add(term: str) -> None:
-        if term not in seen and term.replace("\u2019", "'") not in _STOPWORDS:
+        if term not in seen and term.replace("\u2019", "'") not in STOPWORDS:
             seen.add(term)
             terms.append(term)
 
     for token in cleaned.split():
-        token = _strip_edges(token)
+        token = strip_edges(token)
         if not has_cjk(token):
             if len(token) >= 2 and any(ch.isalnum() for ch in token):
                 add(token)
             continue
         pos = 0
-        for seg in _CJK_SEGMENT.finditer(token):
-            rest = _strip_edges(token[pos : seg.start()])
+        for seg in CJK_SEGMENT.finditer(token):
+            rest = strip_edges(token[pos : seg.start()])
             if len(rest) >= 2 and any(ch.isalnum() for ch in rest):
                 add(rest)
             if seg.group("han"):
-                for word in _cut(seg.group()):
+                for word in cut(seg.group()):
                     add(word)
             elif len(seg.group()) >= 2:
                 add(seg.group())
             pos = seg.end()
-        rest = _strip_edges(token[pos:])
+        rest = strip_edges(token[pos:])
         if len(rest) >= 2 and any(ch.isalnum() for ch in rest):
             add(rest)
     return terms[:MAX_TERMS]
@@ -595,28 +398,3 @@ def _find_keyword(hay: str, needle: str) -> bool:
             return True
         start = hay.find(needle, start + 1)
     return False
-
-
-def raw_match(expression: str) -> str:
-    """Pass an FTS5 expression through unchanged (opt-in raw query mode).
-
-    The caller runs it and maps :class:`sqlite3.OperationalError` (syntax
-    errors) to a typed error.
-
-    Args:
-        expression: an FTS5 MATCH expression written by the user.
-
-    Returns:
-        ``expression`` itself.
-
-    Raises:
-        InvalidInput: the expression holds a NUL character or a lone surrogate,
-            or is blank.
-    """
-    if "\x00" in expression:
-        raise InvalidInput("FTS expression must not contain NUL characters")
-    if any("\ud800" <= ch <= "\udfff" for ch in expression):
-        raise InvalidInput("FTS expression must not contain lone surrogates")
-    if not expression.strip():
-        raise InvalidInput("FTS expression is empty")
-    return expression

@@ -22,17 +22,17 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tideline.errors import ArchiveInvalid, Conflict
-from tideline.store import lexical
-from tideline.store.sqlite import (
-    _MEMORY_COLUMNS,
+from tideline.store.rows import (
+    MEMORY_COLUMNS,
     embedding_jobs,
     memory_from_row,
     turn_index_text,
 )
+from tideline.store.sqlite import fts
 from tideline.store.view import placeholders
 
 if TYPE_CHECKING:
-    from tideline.store.sqlite import SQLiteStore
+    from tideline.store.sqlite.store import SQLiteStore
 
 __all__ = ["DERIVED_TABLES", "SQLiteLoader", "SQLiteSnapshot", "archive_embedding_jobs",
            "load", "snapshot"]
@@ -141,7 +141,7 @@ class SQLiteSnapshot:
     def count(self, table: str) -> int:
         """How many rows of ``table`` the snapshot holds."""
         where, args = self._where(table)
-        return int(self._c.execute(f"SELECT count(*) FROM {table}{where}",  # noqa: S608
+        return int(self._c.execute(f"SELECT count(*) FROM {table}{where}",
                                    args).fetchone()[0])
 
     def rows(self, table: str) -> Iterator[dict[str, Any]]:
@@ -152,7 +152,7 @@ class SQLiteSnapshot:
         order = _ORDER.get(table) or (", ".join(keys) if keys else "rowid")
         where, args = self._where(table)
         cur = self._c.execute(
-            f"SELECT {', '.join(names)} FROM {table}{where} ORDER BY {order}",  # noqa: S608
+            f"SELECT {', '.join(names)} FROM {table}{where} ORDER BY {order}",
             args)
         for row in cur:
             yield dict(zip(names, row, strict=True))
@@ -244,7 +244,7 @@ class SQLiteLoader:
         names = [col.name for col in cols if col.name in row]
         try:
             self.c.execute(
-                f"INSERT INTO {table}({', '.join(names)}) "  # noqa: S608
+                f"INSERT INTO {table}({', '.join(names)}) "
                 f"VALUES ({placeholders(len(names))})", [row[n] for n in names])
         except sqlite3.IntegrityError as exc:
             self._collision(table, cols, row, exc)
@@ -264,7 +264,7 @@ class SQLiteLoader:
         where = " AND ".join(f"{k} = ?" for k in keys)
         names = [col.name for col in cols]
         found = self.c.execute(
-            f"SELECT {', '.join(names)} FROM {table} WHERE {where}",  # noqa: S608
+            f"SELECT {', '.join(names)} FROM {table} WHERE {where}",
             [row.get(k) for k in keys]).fetchone()
         wanted = tuple(row.get(n) for n in names)
         if found is None or tuple(found) != wanted:
@@ -322,18 +322,18 @@ class SQLiteLoader:
         for start in range(0, len(new_memories), 900):
             chunk = new_memories[start:start + 900]
             for r in self.c.execute(
-                    f"SELECT {_MEMORY_COLUMNS} FROM memories "  # noqa: S608
+                    f"SELECT {MEMORY_COLUMNS} FROM memories "
                     f"WHERE id IN ({placeholders(len(chunk))})", chunk).fetchall():
                 rec = memory_from_row(r)
                 self.store._index_memory(self.c, rec.id, rec)
         for start in range(0, len(new_turns), 900):
             chunk = new_turns[start:start + 900]
             for tid, speaker, text in self.c.execute(
-                    f"SELECT id, speaker, text FROM turns "  # noqa: S608
+                    f"SELECT id, speaker, text FROM turns "
                     f"WHERE id IN ({placeholders(len(chunk))})", chunk).fetchall():
                 body = turn_index_text(speaker, text)
                 self.c.execute("INSERT INTO turns_fts(rowid, body) VALUES (?, ?)",
-                               (tid, lexical.index_text(body)))
+                               (tid, fts.index_text(body)))
                 self.c.execute("INSERT INTO turns_tri(rowid, body) VALUES (?, ?)", (tid, body))
         bad = self.c.execute("PRAGMA foreign_key_check").fetchall()
         if bad:
@@ -388,7 +388,7 @@ def archive_embedding_jobs(
     Raises:
         ArchiveInvalid: a row lacks a column the texts are made of.
     """
-    names = _MEMORY_COLUMNS.split(", ")
+    names = MEMORY_COLUMNS.split(", ")
     turn_list = list(turns)
     try:
         mem_rows = [tuple(m.get(n) for n in names) + (m["namespace"],) for m in memories]

@@ -16,13 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from tideline.embed.base import Vectors
-from tideline.store.sqlite import (
-    _MEMORY_COLUMNS,
-    PENDING_FLAG,
-    TURN_EMBED_SQL,
-    SQLiteStore,
-    embedding_jobs,
-)
+from tideline.store.rows import MEMORY_COLUMNS, PENDING_FLAG, TURN_EMBED_SQL, embedding_jobs
+from tideline.store.sqlite.store import SQLiteStore
 
 __all__ = ["count", "fill", "flagged"]
 
@@ -30,11 +25,11 @@ FLAG = PENDING_FLAG
 BATCH = 64
 
 _MEMORIES_WITHOUT = (
-    f"SELECT {_MEMORY_COLUMNS}, namespace FROM memories m WHERE NOT EXISTS "  # noqa: S608
+    f"SELECT {MEMORY_COLUMNS}, namespace FROM memories m WHERE NOT EXISTS "
     "(SELECT 1 FROM vectors v WHERE v.key = m.id AND v.space = 'm:' || m.namespace "
     "|| ':' || m.scope)")
 _TURNS_WITHOUT = (
-    TURN_EMBED_SQL + " WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.key = t.id "  # noqa: S608
+    TURN_EMBED_SQL + " WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.key = t.id "
     "AND v.space = 't:' || t.namespace || ':' || t.scope)")
 
 
@@ -45,7 +40,7 @@ def flagged(store: SQLiteStore) -> bool:
 
 def count(c: sqlite3.Connection) -> int:
     """How many memories and turns lack a vector (a scan: doctor and reports only)."""
-    return sum(int(c.execute(f"SELECT count(*) FROM ({sql})").fetchone()[0])  # noqa: S608
+    return sum(int(c.execute(f"SELECT count(*) FROM ({sql})").fetchone()[0])
                for sql in (_MEMORIES_WITHOUT, _TURNS_WITHOUT))
 
 
@@ -79,7 +74,7 @@ def fill(
             for (space, key, _, _), vector in zip(chunk, vectors, strict=True):
                 table = "memories" if space.startswith("m:") else "turns"
                 # The row may have been forgotten (or re-embedded) since the read.
-                alive = c.execute(f"SELECT 1 FROM {table} WHERE id = ?", (key,)).fetchone()  # noqa: S608
+                alive = c.execute(f"SELECT 1 FROM {table} WHERE id = ?", (key,)).fetchone()
                 present = c.execute("SELECT 1 FROM vectors WHERE space = ? AND key = ?",
                                     (space, key)).fetchone()
                 if alive and not present:
@@ -92,7 +87,7 @@ def fill(
         with store.db.write() as c:
             # Re-checked under the write lock: a degraded write may have landed meanwhile.
             if not c.execute(f"SELECT 1 FROM ({_MEMORIES_WITHOUT}) LIMIT 1").fetchone() and \
-                    not c.execute(f"SELECT 1 FROM ({_TURNS_WITHOUT}) LIMIT 1").fetchone():  # noqa: S608
+                    not c.execute(f"SELECT 1 FROM ({_TURNS_WITHOUT}) LIMIT 1").fetchone():
                 c.execute("DELETE FROM db_meta WHERE key = ?", (FLAG,))
         left = 0
     return {"filled": filled, "left": left}

@@ -39,7 +39,7 @@ def _bad(column: str) -> str:
 def count(c: sqlite3.Connection) -> dict[str, int]:
     """How many rows hold an impossible time, per ``table.column``."""
     return {f"{table}.{column}": int(c.execute(
-        f"SELECT count(*) FROM {table} WHERE {_bad(column)}").fetchone()[0])  # noqa: S608
+        f"SELECT count(*) FROM {table} WHERE {_bad(column)}").fetchone()[0])
         for table, column, _ in COLUMNS}
 
 
@@ -53,7 +53,7 @@ def repair(c: sqlite3.Connection) -> dict[str, Any]:
     old: dict[str, list[list[Any]]] = {}
     for table, column, nullable in COLUMNS:
         rows = c.execute(
-            f"SELECT id, {column} FROM {table} WHERE {_bad(column)}").fetchall()  # noqa: S608
+            f"SELECT id, {column} FROM {table} WHERE {_bad(column)}").fetchall()
         if not rows:
             continue
         old[f"{table}.{column}"] = [[rid, repr(value)] for rid, value in rows[:_LIMIT]]
@@ -64,6 +64,6 @@ def repair(c: sqlite3.Connection) -> dict[str, Any]:
                 new = clamped_time(value)
             else:  # text where a time belongs: the repair time is the best there is
                 new = time.time()
-            c.execute(f"UPDATE {table} SET {column} = ? WHERE id = ?", (new, rid))  # noqa: S608
+            c.execute(f"UPDATE {table} SET {column} = ? WHERE id = ?", (new, rid))
         fixed += len(rows)
     return {"rows": fixed, "old": old}

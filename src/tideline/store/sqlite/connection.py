@@ -18,9 +18,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from tideline.errors import SchemaTooNew, StoreCorrupt, StoreError, from_sqlite
-from tideline.store import presence
-from tideline.store.schema import MIGRATIONS, SCHEMA_VERSION
+from tideline.errors import SchemaTooNew, StoreCorrupt, StoreError
+from tideline.store.dialect import SQLITE, SQLiteDialect
+from tideline.store.sqlite import presence
+from tideline.store.sqlite.errors import from_sqlite
+from tideline.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["Database", "connect_readonly", "peek_meta", "prune_backups"]
 
@@ -32,7 +34,7 @@ class Database:
 
     A new store is created only in a new or empty directory; a database that is
     missing or empty where a store lived, or that belongs to something else, is
-    refused before anything is written (see :mod:`tideline.store.presence`).
+    refused before anything is written (see :mod:`tideline.store.sqlite.presence`).
 
     Args:
         directory: the store directory (created if missing).
@@ -45,6 +47,9 @@ class Database:
         NotFound: no database, in a directory that holds other files.
         SchemaTooNew: written by a newer Tideline.
     """
+
+    dialect: SQLiteDialect = SQLITE
+    """The SQL fragments the shared views ask for (see :mod:`tideline.store.dialect`)."""
 
     def __init__(self, directory: Path, *, busy_timeout_ms: int = 5_000, retries: int = 6) -> None:
         self.directory = directory

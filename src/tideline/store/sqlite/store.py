@@ -11,25 +11,34 @@ import contextlib
 import json
 import sqlite3
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tideline.errors import EmbedderMismatch, NotFound
-from tideline.models import Edge, MemoryRecord, Turn
-from tideline.secrets import redact_json
-from tideline.store import lexical
-from tideline.store.connection import Database
+from tideline.models import Edge, LexicalQuery, MemoryRecord, Turn
+from tideline.store.events import append_event
+from tideline.store.rows import (
+    MEMORY_COLUMNS,
+    TURN_COLUMNS,
+    json_list,
+    mark_pending,
+    memory_from_row,
+    memory_index_text,
+    turn_from_row,
+    turn_index_text,
+)
+from tideline.store.sqlite import fts
+from tideline.store.sqlite.connection import Database
 from tideline.store.view import placeholders
-from tideline.times import clamped_time, stored_time
 
 if TYPE_CHECKING:
-    from tideline.store.dump import SQLiteLoader, SQLiteSnapshot
-
-if TYPE_CHECKING:
-    pass
+    from tideline.embed.base import Embedder, Vectors
+    from tideline.recall.vectors import VectorSpaces
+    from tideline.store.agent import AgentReader
+    from tideline.store.sqlite.dump import SQLiteLoader, SQLiteSnapshot
 
 __all__ = ["SQLiteStore", "SpaceSource"]
 
@@ -37,91 +46,6 @@ __all__ = ["SQLiteStore", "SpaceSource"]
 _DF_CACHE_MIN = 500
 _DF_CACHE_SIZE = 20_000
 _DF_CACHE_SECONDS = 60.0
-
-_MEMORY_COLUMNS = (
-    "id, scope, kind, gesture, context, cognition_direction, tags, entities_role, "
-    "related_entities, source_links, importance, emotional, recurrence, unresolved, weight, "
-    "strength, stability, reinforcements, last_access, status, version, supersedes, "
-    "event_time, recorded_at, updated_at"
-)
-_TURN_COLUMNS = (
-    "id, session, turn_index, speaker, role, text, ts, source, message_id, scope, recorded_at"
-)
-
-
-PENDING_FLAG = "vectors_pending"
-
-
-def mark_pending(c: sqlite3.Connection) -> None:
-    """Note, inside the writer's transaction, that a row was stored without its vector
-    (the embedder was unavailable; :mod:`tideline.store.pending` fills it in later)."""
-    c.execute("INSERT INTO db_meta(key, value) VALUES (?, '1') "
-              "ON CONFLICT(key) DO UPDATE SET value = '1'", (PENDING_FLAG,))
-
-
-def _jtuple(raw: str) -> tuple[Any, ...]:
-    return () if raw == "[]" else tuple(json.loads(raw))
-
-
-def memory_from_row(row: Sequence[Any]) -> MemoryRecord:
-    """Build a record from a row selected with ``_MEMORY_COLUMNS``."""
-    return MemoryRecord(
-        id=row[0], scope=row[1], kind=row[2], gesture=row[3], context=row[4],
-        cognition_direction=row[5], tags=_jtuple(row[6]), entities_role=row[7],
-        related_entities=_jtuple(row[8]), source_links=_jtuple(row[9]),
-        importance=row[10], emotional=row[11], recurrence=row[12], unresolved=row[13],
-        weight=row[14], strength=row[15], stability=row[16], reinforcements=row[17],
-        last_access=clamped_time(row[18]), status=row[19], version=row[20],
-        supersedes=row[21], event_time=stored_time(row[22]),
-        recorded_at=clamped_time(row[23]), updated_at=clamped_time(row[24]),
-    )
-
-
-def turn_from_row(row: Sequence[Any]) -> Turn:
-    """Build a turn from a row selected with ``_TURN_COLUMNS``."""
-    return Turn(
-        id=row[0], session=row[1], turn_index=row[2], speaker=row[3], role=row[4], text=row[5],
-        timestamp=stored_time(row[6]), source=row[7], message_id=row[8], scope=row[9],
-        recorded_at=clamped_time(row[10]),
-    )
-
-
-def memory_index_text(rec: MemoryRecord) -> str:
-    """What the full-text index sees of a memory."""
-    parts = [rec.gesture, rec.context, rec.cognition_direction, " ".join(rec.tags),
-             rec.entities_role, " ".join(rec.related_entities)]
-    return "\n".join(p for p in parts if p)
-
-
-def turn_index_text(speaker: str, text: str) -> str:
-    """What the full-text index sees of a raw turn (the speaker's name included)."""
-    return f"{speaker}: {text}"
-
-
-TURN_EMBED_SQL = (
-    "SELECT t.id, t.namespace, t.scope, t.speaker, t.text, p.speaker, p.text FROM turns t "
-    "LEFT JOIN turns p ON p.namespace = t.namespace AND p.session = t.session "
-    "AND p.turn_index = t.turn_index - 1"
-)
-
-
-def embedding_jobs(
-    memory_rows: Iterable[Sequence[Any]], turn_rows: Iterable[Sequence[Any]]
-) -> list[tuple[str, int, str, str | None]]:
-    """(space, key, text to embed, previous turn's text) for memory rows
-    (``_MEMORY_COLUMNS`` + namespace) and turn rows (``TURN_EMBED_SQL``): what doctor and
-    reembed both feed :func:`~tideline.store.turn_embedding.embed_jobs`."""
-    jobs: list[tuple[str, int, str, str | None]] = []
-    for row in memory_rows:
-        rec = memory_from_row(row[:-1])
-        jobs.append((f"m:{row[-1]}:{rec.scope}", rec.id, rec.text, None))
-    jobs.extend((f"t:{ns}:{scope}", tid, turn_index_text(sp, tx),
-                 turn_index_text(psp, ptx) if ptx else None)
-                for tid, ns, scope, sp, tx, psp, ptx in turn_rows)
-    return jobs
-
-
-
 
 class SpaceSource:
     """The vectors of one space (``m:<ns>:<scope>`` or ``t:<ns>:<scope>``) as a VectorSource."""
@@ -156,7 +80,7 @@ class SpaceSource:
             for start in range(0, len(keys), 900):
                 chunk = list(keys[start:start + 900])
                 rows = c.execute(
-                    f"SELECT key, v FROM vectors WHERE space = ? AND key IN ({placeholders(len(chunk))})",  # noqa: S608,E501
+                    f"SELECT key, v FROM vectors WHERE space = ? AND key IN ({placeholders(len(chunk))})",  # noqa: E501
                     (self.space, *chunk),
                 ).fetchall()
                 for key, blob in rows:
@@ -200,8 +124,8 @@ class SQLiteStore:
         directory: the store directory.
         namespace: which fully separate memory to use.
         marker: the embedder marker (``name:model/dim``) the caller will write with.
-        busy_timeout_ms: see :class:`~tideline.store.connection.Database`.
-        retries: see :class:`~tideline.store.connection.Database`.
+        busy_timeout_ms: see :class:`~tideline.store.sqlite.connection.Database`.
+        retries: see :class:`~tideline.store.sqlite.connection.Database`.
 
     Raises:
         EmbedderMismatch: the store was built with another embedder.
@@ -245,8 +169,94 @@ class SQLiteStore:
         self.db.close()
 
     def transaction(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        """A short ``BEGIN IMMEDIATE`` write transaction."""
+        """A short ``BEGIN IMMEDIATE`` write transaction (nested use joins it).
+
+        Raises:
+            StoreBusy: the write lock could not be had after the retries.
+            StoreError: any other database failure.
+        """
         return self.db.write()
+
+    def backup(self, label: str, *, keep: int | None = None,
+               max_bytes: int | None = None) -> Path | None:
+        """Copy the database into ``backups/`` (SQLite's online backup API).
+
+        Args:
+            label: a word that ends up in the file name.
+            keep: keep at most this many backups (every label counts), newest first.
+            max_bytes: keep the newest backups only while they add up to this (> 0).
+
+        Returns:
+            The backup file (a backend whose database server keeps its own backups
+            returns None).
+
+        Raises:
+            StoreFull: the disk filled up during the copy (nothing partial is left).
+            StoreError: the copy failed.
+        """
+        return self.db.backup(label, keep=keep, max_bytes=max_bytes)
+
+    def describe(self) -> dict[str, Any]:
+        """Where the data lives: backend, database (file path), schema version, size."""
+        try:
+            size = self.db.path.stat().st_size
+        except OSError:
+            size = 0
+        return {"backend": self.backend, "database": str(self.db.path),
+                "schema_version": self.db.schema_version(), "bytes": size}
+
+    @property
+    def agent(self) -> AgentReader:
+        """The reads (and small writes) of injection, hooks and importers in this namespace."""
+        from tideline.store.agent import AgentReader
+
+        return AgentReader(self.db, self.namespace)
+
+    def doctor(
+        self, embedder: Embedder, vectors: VectorSpaces, *, repair: bool,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, Any]:
+        """Check integrity (database, FTS5 tables, foreign keys, row-count parity, times,
+        vectors) and, with ``repair``, rebuild what is derived (see :mod:`.doctor`)."""
+        from tideline.store.sqlite import doctor
+
+        return doctor.run(self, embedder, vectors, repair=repair, progress=progress)
+
+    def reembed(
+        self, new: Embedder, *, progress: Callable[[int, int], None] | None = None
+    ) -> dict[str, Any]:
+        """Re-embed every memory and turn of every namespace with ``new`` and switch the
+        marker at once (see :mod:`.reembed`).
+
+        Raises:
+            EmbedderError: the new embedder failed (the store is unchanged).
+        """
+        from tideline.store.sqlite import reembed
+
+        return reembed.run(self, new, progress=progress)
+
+    def vectors_pending(self) -> bool:
+        """Whether some row may lack its vector (one ``db_meta`` read)."""
+        from tideline.store.sqlite import pending
+
+        return pending.flagged(self)
+
+    def fill_pending(
+        self, embed: Callable[[Sequence[str]], Vectors | None], *, limit: int | None = None,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> dict[str, Any]:
+        """Embed rows stored while the embedder was down, in batches, each in its own
+        transaction (see :func:`tideline.store.sqlite.pending.fill`)."""
+        from tideline.store.sqlite import pending
+
+        return pending.fill(self, embed, limit=limit, progress=progress)
+
+    def vector_spaces(self, dim: int, marker: str) -> VectorSpaces:
+        """The vector search over this namespace: the local ANN index files kept in step
+        with the ``vectors`` table (see :mod:`tideline.recall.vector_index`)."""
+        from tideline.recall.vectors import VectorSpaces
+
+        return VectorSpaces(self, dim, marker)
 
     def space(self, kind: str, scope: str) -> str:
         """Name of the vector space for memories (``m``) or turns (``t``) of one scope."""
@@ -283,9 +293,10 @@ class SQLiteStore:
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 self.namespace, rec.scope, rec.kind, rec.gesture, rec.context,
-                rec.cognition_direction, _j(rec.tags), rec.entities_role,
-                _j(rec.related_entities), _j(rec.source_links), rec.importance, rec.emotional,
-                rec.recurrence, rec.unresolved, rec.weight, rec.strength, rec.stability,
+                rec.cognition_direction, json_list(rec.tags), rec.entities_role,
+                json_list(rec.related_entities), json_list(rec.source_links), rec.importance,
+                rec.emotional, rec.recurrence, rec.unresolved, rec.weight, rec.strength,
+                rec.stability,
                 rec.reinforcements, rec.last_access, rec.status, rec.version, rec.supersedes,
                 rec.event_time, rec.recorded_at, rec.updated_at,
             ),
@@ -303,7 +314,7 @@ class SQLiteStore:
         c.execute("DELETE FROM memories_fts WHERE rowid = ?", (mid,))
         c.execute("DELETE FROM memories_tri WHERE rowid = ?", (mid,))
         c.execute(
-            "INSERT INTO memories_fts(rowid, body) VALUES (?, ?)", (mid, lexical.index_text(body))
+            "INSERT INTO memories_fts(rowid, body) VALUES (?, ?)", (mid, fts.index_text(body))
         )
         c.execute("INSERT INTO memories_tri(rowid, body) VALUES (?, ?)", (mid, body))
 
@@ -330,8 +341,8 @@ class SQLiteStore:
             "last_access=?, status=?, version=?, event_time=?, updated_at=? "
             "WHERE id = ? AND namespace = ?",
             (
-                rec.kind, rec.gesture, rec.context, rec.cognition_direction, _j(rec.tags),
-                rec.entities_role, _j(rec.related_entities), _j(rec.source_links),
+                rec.kind, rec.gesture, rec.context, rec.cognition_direction, json_list(rec.tags),
+                rec.entities_role, json_list(rec.related_entities), json_list(rec.source_links),
                 rec.importance, rec.emotional, rec.recurrence, rec.unresolved, rec.weight,
                 rec.strength, rec.stability, rec.reinforcements, rec.last_access, rec.status,
                 rec.version, rec.event_time, rec.updated_at, rec.id, self.namespace,
@@ -354,7 +365,7 @@ class SQLiteStore:
         """Remember the outcome of an idempotency key (``refresh``: replace an older one)."""
         verb = "INSERT OR REPLACE" if refresh else "INSERT OR IGNORE"
         c.execute(
-            f"{verb} INTO write_keys(namespace, key, memory_id, decision, similarity, "  # noqa: S608
+            f"{verb} INTO write_keys(namespace, key, memory_id, decision, similarity, "
             "nearest, created_at) VALUES (?,?,?,?,?,?,?)",
             (self.namespace, key, mid, decision, similarity, nearest, now),
         )
@@ -398,7 +409,7 @@ class SQLiteStore:
         for start in range(0, len(wanted), 900):
             chunk = wanted[start:start + 900]
             # "+namespace": look rows up by primary key, not by walking the namespace index.
-            sql = (f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE +namespace = ? "  # noqa: S608
+            sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE +namespace = ? "
                    f"AND id IN ({placeholders(len(chunk))})")
             if c is not None:
                 rows = c.execute(sql, (self.namespace, *chunk)).fetchall()
@@ -425,7 +436,7 @@ class SQLiteStore:
             args.append(min_weight)
         if order not in ("recorded_at DESC", "weight DESC", "id ASC", "last_access DESC"):
             order = "recorded_at DESC"
-        sql = (f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} "  # noqa: S608
+        sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} "
                f"ORDER BY {order} LIMIT ?")
         with self.db.read() as c:
             rows = c.execute(sql, (*args, limit)).fetchall()
@@ -467,12 +478,40 @@ class SQLiteStore:
                 out[int(k)] = v
         return out
 
-    def lexical_memories(
+    def search_memories(
+        self, query: LexicalQuery, *, substrings: bool, scopes: Sequence[str], limit: int,
+        kind: str | None = None, since: float | None = None, until: float | None = None,
+        include_superseded: bool = False,
+    ) -> list[tuple[int, float]]:
+        """(memory id, bm25) best first for a lexical query.
+
+        Args:
+            query: the terms to look for.
+            substrings: search the trigram (identifier, substring) table instead of the
+                word table.
+            scopes: only memories of these scopes.
+            limit: most hits.
+            kind: only memories of this kind.
+            since: only memories whose event (or record) time is at or after this epoch.
+            until: only memories at or before this epoch.
+            include_superseded: also superseded versions.
+        """
+        words, tri = fts.expressions(query)
+        expression = tri if substrings else words
+        if not expression:
+            return []
+        return self.match_memories(
+            expression, "memories_tri" if substrings else "memories_fts", scopes=scopes,
+            limit=limit, kind=kind, since=since, until=until,
+            include_superseded=include_superseded)
+
+    def match_memories(
         self, expression: str, table: str, *, scopes: Sequence[str], limit: int,
         kind: str | None = None, since: float | None = None, until: float | None = None,
         include_superseded: bool = False,
     ) -> list[tuple[int, float]]:
-        """(memory id, bm25) best first for an FTS expression on ``memories_fts``/``_tri``."""
+        """(memory id, bm25) best first for an FTS5 expression on ``memories_fts``/``_tri``
+        (SQLite only: raw FTS5 syntax, for :meth:`search_memories` and the benchmarks)."""
         if table not in ("memories_fts", "memories_tri"):
             raise ValueError(table)
         where, args = self._filters(scopes=scopes, kind=kind, alias="m", since=since, until=until)
@@ -483,18 +522,18 @@ class SQLiteStore:
         # the filters threw too much of that top away.
         fetch = limit * 4
         top_sql = f"SELECT rowid, bm25({table}) AS r FROM {table} WHERE {table} MATCH ? " \
-                  f"ORDER BY r LIMIT ?"  # noqa: S608
+                  f"ORDER BY r LIMIT ?"
         with self.db.read() as c:
             top = c.execute(top_sql, (expression, fetch)).fetchall()
             if top:
                 ids = [int(r[0]) for r in top]
-                keep_sql = (f"SELECT m.id FROM memories m WHERE m.id IN "  # noqa: S608
+                keep_sql = (f"SELECT m.id FROM memories m WHERE m.id IN "
                             f"({placeholders(len(ids))}) AND {' AND '.join(where)}")
                 allowed = {int(r[0]) for r in c.execute(keep_sql, (*ids, *args)).fetchall()}
                 rows = [r for r in top if int(r[0]) in allowed][:limit]
                 if len(rows) >= limit or len(top) < fetch:
                     return [(int(r[0]), float(r[1])) for r in rows]
-            sql = (f"SELECT f.rowid, bm25({table}) AS r FROM {table} f "  # noqa: S608
+            sql = (f"SELECT f.rowid, bm25({table}) AS r FROM {table} f "
                    f"JOIN memories m ON m.id = f.rowid WHERE {table} MATCH ? AND "
                    f"{' AND '.join(where)} ORDER BY r LIMIT ?")
             rows = c.execute(sql, (expression, *args, limit)).fetchall()
@@ -520,13 +559,13 @@ class SQLiteStore:
                                                                            "turns")
         out: dict[str, int] = {}
         with self.db.read() as c:
-            total = int(c.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0]  # noqa: S608
+            total = int(c.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0]
                         or 0)
             cache = self._df_cache_for(kind, total)
             for token in dict.fromkeys(tokens):
                 hit = cache.get(token)
                 if hit is None:
-                    row = c.execute(f"SELECT doc FROM temp.{vocab} WHERE term = ?",  # noqa: S608
+                    row = c.execute(f"SELECT doc FROM temp.{vocab} WHERE term = ?",
                                     (token,)).fetchone()
                     hit = int(row[0]) if row else 0
                     if hit >= _DF_CACHE_MIN and len(cache) < _DF_CACHE_SIZE:
@@ -563,12 +602,12 @@ class SQLiteStore:
         """Give a new version the associative edges of the version it supersedes."""
         ph = placeholders(len(types))
         c.execute(
-            f"INSERT OR IGNORE INTO edges(src, dst, type, weight, created_at, updated_at) "  # noqa: S608
+            f"INSERT OR IGNORE INTO edges(src, dst, type, weight, created_at, updated_at) "
             f"SELECT ?, dst, type, weight, ?, ? FROM edges WHERE src = ? AND dst != ? "
             f"AND type IN ({ph})", (new, now, now, old, new, *types),
         )
         c.execute(
-            f"INSERT OR IGNORE INTO edges(src, dst, type, weight, created_at, updated_at) "  # noqa: S608
+            f"INSERT OR IGNORE INTO edges(src, dst, type, weight, created_at, updated_at) "
             f"SELECT src, ?, type, weight, ?, ? FROM edges WHERE dst = ? AND src != ? "
             f"AND type IN ({ph})", (new, now, now, old, new, *types),
         )
@@ -579,7 +618,7 @@ class SQLiteStore:
             return []
         idl = list(ids)[:900]
         ph = placeholders(len(idl))
-        sql = f"SELECT src, dst, type, weight FROM edges WHERE (src IN ({ph}) OR dst IN ({ph}))"  # noqa: S608
+        sql = f"SELECT src, dst, type, weight FROM edges WHERE (src IN ({ph}) OR dst IN ({ph}))"
         args: list[Any] = [*idl, *idl]
         if types:
             sql += f" AND type IN ({placeholders(len(types))})"
@@ -644,7 +683,7 @@ class SQLiteStore:
             tid = int(cur.lastrowid or 0)
             body = turn_index_text(turn.speaker, turn.text)
             c.execute("INSERT INTO turns_fts(rowid, body) VALUES (?, ?)",
-                      (tid, lexical.index_text(body)))
+                      (tid, fts.index_text(body)))
             c.execute("INSERT INTO turns_tri(rowid, body) VALUES (?, ?)", (tid, body))
             if vector is not None:
                 self._put_vector(c, self.space("t", turn.scope), tid, vector)
@@ -675,7 +714,7 @@ class SQLiteStore:
             for start in range(0, len(wanted), 900):
                 chunk = wanted[start:start + 900]
                 rows = c.execute(
-                    f"SELECT {_TURN_COLUMNS} FROM turns WHERE +namespace = ? "  # noqa: S608
+                    f"SELECT {TURN_COLUMNS} FROM turns WHERE +namespace = ? "
                     f"AND id IN ({placeholders(len(chunk))})",
                     (self.namespace, *chunk),
                 ).fetchall()
@@ -704,7 +743,7 @@ class SQLiteStore:
         args: list[Any] = [self.namespace]
         for t in hits:
             args += [t.session, t.turn_index - radius, t.turn_index + radius]
-        sql = f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? AND ({where})"  # noqa: S608
+        sql = f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? AND ({where})"
         with self.db.read() as c:
             rows = c.execute(sql, args).fetchall()
         return [turn_from_row(r) for r in rows]
@@ -713,7 +752,7 @@ class SQLiteStore:
         self, scopes: Sequence[str], start: float, end: float, limit: int
     ) -> list[Turn]:
         """Turns of ``scopes`` spoken in ``[start, end)`` (by their timestamp), oldest first."""
-        sql = (f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? "  # noqa: S608
+        sql = (f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? "
                f"AND scope IN ({placeholders(len(scopes))}) AND ts >= ? AND ts < ? "
                f"ORDER BY ts LIMIT ?")
         with self.db.read() as c:
@@ -729,7 +768,7 @@ class SQLiteStore:
         ``scopes`` keeps only turns of those scopes (a session name is not unique across
         projects); None reads every scope (internal callers that place a turn themselves).
         """
-        sql = f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? AND session = ?"  # noqa: S608
+        sql = f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? AND session = ?"
         args: list[Any] = [self.namespace, session]
         if scopes is not None:
             sql += f" AND scope IN ({placeholders(len(scopes))})"
@@ -742,11 +781,34 @@ class SQLiteStore:
             rows = c.execute(sql, (*args, limit)).fetchall()
         return [turn_from_row(r) for r in rows]
 
-    def lexical_turns(
+    def search_turns(
+        self, query: LexicalQuery, *, substrings: bool, scopes: Sequence[str], limit: int,
+        since: float | None = None, until: float | None = None,
+    ) -> list[tuple[int, float]]:
+        """(turn id, bm25) best first for a lexical query.
+
+        Args:
+            query: the terms to look for.
+            substrings: search the trigram (identifier, substring) table instead of the
+                word table.
+            scopes: only turns of these scopes.
+            limit: most hits.
+            since: only turns spoken (or recorded) at or after this epoch.
+            until: only turns at or before this epoch.
+        """
+        words, tri = fts.expressions(query)
+        expression = tri if substrings else words
+        if not expression:
+            return []
+        return self.match_turns(expression, "turns_tri" if substrings else "turns_fts",
+                                scopes=scopes, limit=limit, since=since, until=until)
+
+    def match_turns(
         self, expression: str, table: str, *, scopes: Sequence[str], limit: int,
         since: float | None = None, until: float | None = None,
     ) -> list[tuple[int, float]]:
-        """(turn id, bm25) best first for an FTS expression on ``turns_fts``/``_tri``."""
+        """(turn id, bm25) best first for an FTS5 expression on ``turns_fts``/``_tri``
+        (SQLite only: raw FTS5 syntax, for :meth:`search_turns` and the benchmarks)."""
         if table not in ("turns_fts", "turns_tri"):
             raise ValueError(table)
         where = ["+t.namespace = ?", f"+t.scope IN ({placeholders(len(scopes))})"]
@@ -757,7 +819,7 @@ class SQLiteStore:
         if until is not None:
             where.append("coalesce(t.ts, t.recorded_at) <= ?")
             args.append(until)
-        sql = (f"SELECT f.rowid, bm25({table}) AS r FROM {table} f "  # noqa: S608
+        sql = (f"SELECT f.rowid, bm25({table}) AS r FROM {table} f "
                f"JOIN turns t ON t.id = f.rowid WHERE {table} MATCH ? AND "
                f"{' AND '.join(where)} ORDER BY r LIMIT ?")
         with self.db.read() as c:
@@ -781,14 +843,14 @@ class SQLiteStore:
     def archive_snapshot(
         self, namespace: str | None
     ) -> contextlib.AbstractContextManager[SQLiteSnapshot]:
-        """A read snapshot for the archive (see :mod:`tideline.store.dump`)."""
-        from tideline.store import dump
+        """A read snapshot for the archive (see :mod:`.dump`)."""
+        from tideline.store.sqlite import dump
 
         return dump.snapshot(self, namespace)
 
     def archive_loader(self, dim: int) -> contextlib.AbstractContextManager[SQLiteLoader]:
-        """One write transaction that loads archived rows (see :mod:`tideline.store.dump`)."""
-        from tideline.store import dump
+        """One write transaction that loads archived rows (see :mod:`.dump`)."""
+        from tideline.store.sqlite import dump
 
         return dump.load(self, dim)
 
@@ -797,15 +859,13 @@ class SQLiteStore:
     def log_event(
         self, c: sqlite3.Connection | None, kind: str, data: dict[str, Any],
         memory_id: int | None = None, now: float | None = None,
-    ) -> None:
-        """Append one event to the journal (inside ``c`` if given, else its own transaction)."""
-        row = (now or time.time(), self.namespace, kind, memory_id, redact_json(data))
-        sql = "INSERT INTO events(ts, namespace, kind, memory_id, data) VALUES (?,?,?,?,?)"
+    ) -> int:
+        """Append one event to the journal (inside ``c`` if given, else its own
+        transaction); returns its id (see :func:`tideline.store.events.append_event`)."""
         if c is not None:
-            c.execute(sql, row)
-        else:
-            with self.db.write() as conn:
-                conn.execute(sql, row)
+            return append_event(c, self.namespace, kind, data, memory_id=memory_id, now=now)
+        with self.db.write() as conn:
+            return append_event(conn, self.namespace, kind, data, memory_id=memory_id, now=now)
 
     def events(
         self, *, kinds: Sequence[str] | None = None, limit: int = 50, since: float | None = None
@@ -843,7 +903,7 @@ class SQLiteStore:
         with self.db.read() as c:
             def grouped(col: str) -> dict[str, int]:
                 rows = c.execute(
-                    f"SELECT {col}, count(*) FROM memories WHERE namespace = ? GROUP BY {col}",  # noqa: S608
+                    f"SELECT {col}, count(*) FROM memories WHERE namespace = ? GROUP BY {col}",
                     (ns,),
                 ).fetchall()
                 return {str(k): int(v) for k, v in rows}
@@ -867,5 +927,3 @@ class SQLiteStore:
             }
 
 
-def _j(values: Iterable[Any]) -> str:
-    return json.dumps(list(values), ensure_ascii=False)

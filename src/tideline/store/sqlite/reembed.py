@@ -14,11 +14,8 @@ from typing import Any
 import numpy as np
 
 from tideline.embed.base import Embedder
-from tideline.store.sqlite import (
-    TURN_EMBED_SQL,
-    SQLiteStore,
-    embedding_jobs,
-)
+from tideline.store.rows import MEMORY_COLUMNS, TURN_EMBED_SQL, embedding_jobs
+from tideline.store.sqlite.store import SQLiteStore
 from tideline.store.turn_embedding import embed_jobs
 
 __all__ = ["run"]
@@ -34,8 +31,6 @@ def run(
     Returns:
         ``{"memories": n, "turns": n, "from": old_marker, "to": new_marker}``.
     """
-    from tideline.store.sqlite import _MEMORY_COLUMNS
-
     old_marker = store.db.get_meta("embedder")
     with store.db.write() as c:
         c.execute("DROP TABLE IF EXISTS vectors_staging")
@@ -43,7 +38,7 @@ def run(
                   "v BLOB NOT NULL, PRIMARY KEY (space, key))")
     with store.db.read() as c:
         mems = c.execute(
-            f"SELECT {_MEMORY_COLUMNS}, namespace FROM memories ORDER BY id"  # noqa: S608
+            f"SELECT {MEMORY_COLUMNS}, namespace FROM memories ORDER BY id"
         ).fetchall()
         turns = c.execute(TURN_EMBED_SQL + " ORDER BY t.id").fetchall()
     jobs = embedding_jobs(mems, turns)

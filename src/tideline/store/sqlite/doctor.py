@@ -3,7 +3,7 @@
 Only derived data is ever repaired (full-text rows, vectors of rows that lack one,
 ANN index files), with one exception: a time that is not a real instant (a row
 written before times were range-checked) is made unknown or clamped, its old
-value kept in the journal (:mod:`tideline.store.bad_times`).
+value kept in the journal (:mod:`tideline.store.sqlite.bad_times`).
 """
 
 from __future__ import annotations
@@ -13,16 +13,17 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tideline.embed.base import Embedder
-from tideline.store import bad_times, lexical
-from tideline.store.presence import restore_hint
-from tideline.store.sqlite import (
+from tideline.store.rows import (
+    MEMORY_COLUMNS,
     TURN_EMBED_SQL,
-    SQLiteStore,
     embedding_jobs,
     memory_from_row,
     memory_index_text,
     turn_index_text,
 )
+from tideline.store.sqlite import bad_times, fts
+from tideline.store.sqlite.presence import restore_hint
+from tideline.store.sqlite.store import SQLiteStore
 from tideline.store.turn_embedding import embed_jobs
 
 if TYPE_CHECKING:
@@ -96,7 +97,7 @@ def _checks(store: SQLiteStore) -> dict[str, Any]:
         fts_ok: dict[str, bool] = {}
         for table in _FTS:
             try:
-                c.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")  # noqa: S608
+                c.execute(f"INSERT INTO {table}({table}) VALUES ('integrity-check')")
                 fts_ok[table] = True
             except sqlite3.DatabaseError:
                 fts_ok[table] = False
@@ -124,7 +125,7 @@ def _fill_pending(
     the rows pending (they stay findable by full text); doctor itself never fails on it.
     """
     from tideline.embed.guard import EmbedGuard
-    from tideline.store import pending
+    from tideline.store.sqlite import pending
 
     if embedder.name == "none":
         return None
@@ -187,33 +188,31 @@ def _rebuild_fts(store: SQLiteStore, tables: list[str]) -> list[str]:
     table is dropped and created again. Then its content is refilled from the rows.
     """
     from tideline.errors import StoreError
-    from tideline.store.sqlite import _MEMORY_COLUMNS
-
     done: list[str] = []
     for table in tables:
         try:
             with store.db.write() as c:
                 try:
-                    c.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")  # noqa: S608
+                    c.execute(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
                 except sqlite3.DatabaseError:
                     sql = c.execute("SELECT sql FROM sqlite_master WHERE name = ?",
                                     (table,)).fetchone()[0]
                     c.execute(f"DROP TABLE {table}")
                     c.execute(sql)
-                c.execute(f"DELETE FROM {table}")  # noqa: S608
+                c.execute(f"DELETE FROM {table}")
                 if table.startswith("memories"):
-                    for row in c.execute(f"SELECT {_MEMORY_COLUMNS} FROM memories").fetchall():  # noqa: S608
+                    for row in c.execute(f"SELECT {MEMORY_COLUMNS} FROM memories").fetchall():
                         rec = memory_from_row(row)
                         body = memory_index_text(rec)
-                        c.execute(f"INSERT INTO {table}(rowid, body) VALUES (?, ?)",  # noqa: S608
-                                  (rec.id, lexical.index_text(body) if table.endswith("_fts")
+                        c.execute(f"INSERT INTO {table}(rowid, body) VALUES (?, ?)",
+                                  (rec.id, fts.index_text(body) if table.endswith("_fts")
                                    else body))
                 else:
                     for tid, speaker, text in c.execute(
                             "SELECT id, speaker, text FROM turns").fetchall():
                         body = turn_index_text(speaker, text)
-                        c.execute(f"INSERT INTO {table}(rowid, body) VALUES (?, ?)",  # noqa: S608
-                                  (tid, lexical.index_text(body) if table.endswith("_fts")
+                        c.execute(f"INSERT INTO {table}(rowid, body) VALUES (?, ?)",
+                                  (tid, fts.index_text(body) if table.endswith("_fts")
                                    else body))
             done.append(f"fts:{table}")
         except StoreError as exc:
@@ -225,8 +224,6 @@ def _embed_missing(
     store: SQLiteStore, embedder: Embedder, progress: Callable[[int, int], None] | None
 ) -> int:
     """Drop orphan vectors and embed rows that have none; returns how many were embedded."""
-    from tideline.store.sqlite import _MEMORY_COLUMNS
-
     with store.db.write() as c:
         orphans = c.execute(
             "SELECT space, key FROM vectors v WHERE (v.space LIKE 'm:%' AND v.key NOT IN "
@@ -236,11 +233,11 @@ def _embed_missing(
             store._drop_vector(c, space, key)
     with store.db.read() as c:
         mem_rows = c.execute(
-            f"SELECT {_MEMORY_COLUMNS}, namespace FROM memories m WHERE NOT EXISTS "  # noqa: S608
+            f"SELECT {MEMORY_COLUMNS}, namespace FROM memories m WHERE NOT EXISTS "
             "(SELECT 1 FROM vectors v WHERE v.key = m.id AND v.space = 'm:' || m.namespace "
             "|| ':' || m.scope)").fetchall()
         turn_rows = c.execute(
-            TURN_EMBED_SQL + " WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.key = t.id "  # noqa: S608
+            TURN_EMBED_SQL + " WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE v.key = t.id "
             "AND v.space = 't:' || t.namespace || ':' || t.scope)").fetchall()
     jobs = embedding_jobs(mem_rows, turn_rows)
     for start in range(0, len(jobs), 64):
