@@ -1280,7 +1280,7 @@ def open_for_import(home: Path | None, namespace: str | None, embedder: str | No
         EmbedderError: the archive's embedder cannot be built here.
     """
     from tideline.archive.format import ArchiveReader
-    from tideline.store.schema import SCHEMA_VERSION
+    from tideline.store.sqlite.schema import SCHEMA_VERSION
 
     cfg = Config.load(**({"home": Path(home).expanduser()} if home is not None else {}))
     if (embedder is None and not os.environ.get("TIDELINE_EMBEDDER")

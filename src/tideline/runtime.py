@@ -37,8 +37,8 @@ from tideline.write.validate import (
 
 if TYPE_CHECKING:
     from tideline.config import Config
-    from tideline.recall.vectors import VectorSpaces
     from tideline.embed.base import Embedder
+    from tideline.recall.vectors import VectorSpaces
 
 __all__ = ["Parts", "Runtime"]
 

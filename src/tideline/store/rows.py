@@ -27,28 +27,28 @@ __all__ = [
     "turn_index_text",
 ]
 
+#: The columns of ``memories`` that :func:`memory_from_row` reads, in its order.
 MEMORY_COLUMNS = (
     "id, scope, kind, gesture, context, cognition_direction, tags, entities_role, "
     "related_entities, source_links, importance, emotional, recurrence, unresolved, weight, "
     "strength, stability, reinforcements, last_access, status, version, supersedes, "
     "event_time, recorded_at, updated_at"
 )
-"""The columns of ``memories`` that :func:`memory_from_row` reads, in its order."""
 
+#: The columns of ``turns`` that :func:`turn_from_row` reads, in its order.
 TURN_COLUMNS = (
     "id, session, turn_index, speaker, role, text, ts, source, message_id, scope, recorded_at"
 )
-"""The columns of ``turns`` that :func:`turn_from_row` reads, in its order."""
 
+#: The ``db_meta`` key set while some row waits for its vector.
 PENDING_FLAG = "vectors_pending"
-"""The ``db_meta`` key set while some row waits for its vector."""
 
+#: Every turn with the turn before it in its session (what a turn's vector is made of).
 TURN_EMBED_SQL = (
     "SELECT t.id, t.namespace, t.scope, t.speaker, t.text, p.speaker, p.text FROM turns t "
     "LEFT JOIN turns p ON p.namespace = t.namespace AND p.session = t.session "
     "AND p.turn_index = t.turn_index - 1"
 )
-"""Every turn with the turn before it in its session (what a turn's vector is made of)."""
 
 
 class _Executes(Protocol):
