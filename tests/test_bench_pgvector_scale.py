@@ -66,6 +66,9 @@ def test_run_reports_sizes_recall_and_the_filtered_scan_modes(pg_url: str) -> No
     assert result["exact"]["full_scan"]["recall_at_10"] == 1.0
     assert result["exact"]["one_namespace_btree_exact"]["recall_at_10"] == 1.0
     assert 1_544 < result["table"]["heap_bytes_per_row"] < 2_000
+    # The store's own `vectors` row holds the vector twice (bytea and pgvector).
+    shape = result["tideline_vectors_shape"]
+    assert shape["heap_and_toast_bytes_per_row"] > 2 * 1_536 > shape["heap_bytes_per_row"]
     built = result["hnsw"][0]
     assert built["index_bytes_per_vector"] > 1_544
     search = built["search"]["40"]
