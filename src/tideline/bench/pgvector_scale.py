@@ -334,7 +334,7 @@ class _Bench:
 def run(n: int, kind: str, *, url: str, queries: int = 200, hnsw: Sequence[tuple[int, int]] =
         ((16, 64),), ef_search: Sequence[int] = (40, 100), mwm: str = "2GB",
         mwm_compare: Sequence[str] = (), half: bool = False, workers: int = 0,
-        exact_sample: int = 5, progress: bool = False) -> dict[str, Any]:
+        exact_sample: int = 5, shape: bool = True, progress: bool = False) -> dict[str, Any]:
     """Load one data set of ``n`` vectors and measure builds and queries; returns the figures.
 
     Raises:
@@ -362,7 +362,8 @@ def run(n: int, kind: str, *, url: str, queries: int = 200, hnsw: Sequence[tuple
         say("exact truth computed; loading")
         result["table"] = bench.load()
         say(f"loaded in {result['table']['load_s']} s")
-        result["tideline_vectors_shape"] = bench.tideline_shape()
+        if shape:
+            result["tideline_vectors_shape"] = bench.tideline_shape()
         result["exact"] = bench.exact(exact_sample)
         say("exact scans done")
         result["mwm_compare"] = []
@@ -415,6 +416,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--mwm-compare", default="", help="extra maintenance_work_mem values "
                    "to time the first HNSW setting's build with (e.g. 64MB)")
     p.add_argument("--halfvec", action="store_true", help="also a halfvec expression index")
+    p.add_argument("--skip-shape", action="store_true",
+                   help="skip the copy shaped like the store's vectors table")
     p.add_argument("--workers", type=int, default=0,
                    help="max_parallel_maintenance_workers (0: the backend alone)")
     p.add_argument("--shared-buffers", default="2GB", help="for the embedded server")
@@ -433,7 +436,7 @@ def main(argv: list[str] | None = None) -> None:
                              ef_search=[int(e) for e in args.ef_search.split(",")],
                              mwm=args.mwm, half=args.halfvec, workers=args.workers,
                              mwm_compare=[s for s in args.mwm_compare.split(",") if s],
-                             progress=not args.quiet)
+                             shape=not args.skip_shape, progress=not args.quiet)
                 result["wall_s"] = round(time.time() - started, 1)
                 result["machine"] = (f"{platform.machine()} {os.cpu_count()} vCPU, "
                                      f"load average {os.getloadavg()[0]:.1f} at the end")
