@@ -398,7 +398,7 @@ def run(n: int, kind: str, *, url: str, queries: int = 200, hnsw: Sequence[tuple
 
 def _pairs(text: str) -> list[tuple[int, int]]:
     out = []
-    for item in text.split(","):
+    for item in (i for i in text.split(",") if i.strip()):
         m, _, efc = item.partition(":")
         out.append((int(m), int(efc or 64)))
     return out
@@ -410,7 +410,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--sizes", default="100000", help="comma-separated row counts")
     p.add_argument("--data", default="random,clustered", help="random, clustered or both")
     p.add_argument("--queries", type=int, default=200)
-    p.add_argument("--hnsw", default="16:64", help="m:ef_construction pairs, e.g. 16:64,32:128")
+    p.add_argument("--hnsw", default="16:64", help="m:ef_construction pairs, e.g. 16:64,32:128 "
+                   "('' builds none: table sizes and exact scans only)")
     p.add_argument("--ef-search", default="40,100")
     p.add_argument("--mwm", default="2GB", help="maintenance_work_mem for the builds")
     p.add_argument("--mwm-compare", default="", help="extra maintenance_work_mem values "
