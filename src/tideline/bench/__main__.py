@@ -6,7 +6,7 @@ import importlib
 import sys
 
 NAMES = ("recall", "real", "calibrate", "multihop", "sleep", "answerability", "conversation",
-         "hooks", "secrets", "locomo")
+         "hooks", "secrets", "locomo", "pgvector-scale")
 
 
 def main() -> None:
@@ -14,7 +14,7 @@ def main() -> None:
     if len(sys.argv) < 2 or sys.argv[1] not in NAMES:
         sys.stderr.write(f"usage: python -m tideline.bench {{{'|'.join(NAMES)}}} [options]\n")
         raise SystemExit(2)
-    module = importlib.import_module(f"tideline.bench.{sys.argv[1]}")
+    module = importlib.import_module(f"tideline.bench.{sys.argv[1].replace('-', '_')}")
     module.main(sys.argv[2:])
 
 
