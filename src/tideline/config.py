@@ -84,6 +84,9 @@ class RecallTuning:
     # A query naming some of a scope's speakers (or known_persons; short forms resolved:
     # "Mel" is Melanie) adds speaker_boost to the turns they spoke.
     speaker_boost: float = 0.1
+    # Query words widened to their other regular forms held in the index ("camped" also
+    # finds "camping"; recall/morph.py), in the full-text search and the keyword evidence.
+    word_forms: bool = True
 
 
 @dataclass(frozen=True)

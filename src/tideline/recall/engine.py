@@ -34,7 +34,7 @@ from tideline.dynamics import retention
 from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
 from tideline.models import MemoryRecord, RecallItem, RecallPacket, Turn, iso
-from tideline.recall import when
+from tideline.recall import morph, when
 from tideline.recall.people import SpeakerDirectory, named_people
 from tideline.recall.routing import ClusterRouter
 from tideline.recall.vectors import VectorSpaces
@@ -124,9 +124,11 @@ class RecallEngine:
         expressions: dict[str, tuple[str | None, str | None]] = {}
         spaces = [s for s, wanted in (("m", include_memories),
                                       ("t", include_turns and kind is None)) if wanted]
+        forms: dict[str, dict[str, tuple[str, ...]]] = {}
         for space in spaces:
             weights[space], common, known, together = self._term_stats(space, terms)
-            expressions[space] = (lexical.match_expression(query, drop=common,
+            forms[space], widened = self._word_forms(space, query, terms, common)
+            expressions[space] = (lexical.match_expression(widened, drop=common,
                                                            together=together),
                                   lexical.trigram_expression(query, drop=common, known=known))
         now = time.time()
@@ -150,8 +152,8 @@ class RecallEngine:
             else:
                 t = turns[cand.key]
                 text = turn_index_text(t.speaker, t.text)
-            cand.keyword = lexical.keyword_coverage(text, terms,
-                                                    weights[cand.type[0]] if terms else None)
+            cand.keyword = morph.coverage(text, terms, weights[cand.type[0]] if terms else None,
+                                          forms[cand.type[0]])
             cand.score = self._relevance(cand, profile.floor)
             if cand.type == "memory":
                 cand.score *= self._salience(memories[cand.key], now)
@@ -411,6 +413,27 @@ class RecallEngine:
         common = {terms[i] for i in left_out}
         known = {t for i, t in enumerate(terms) if freqs[i] > 0}
         return weights, common, known, together
+
+    def _word_forms(
+        self, space: str, query: str, terms: Sequence[str], common: set[str]
+    ) -> tuple[dict[str, tuple[str, ...]], str]:
+        """Other forms of the query's words that the space's index holds, and the query
+        text widened by them for the full-text side (see :mod:`tideline.recall.morph`).
+
+        Forms of the terms left out of the full-text OR (``common``), and forms in more
+        rows than ``posting_budget``, only count as keyword evidence.
+        """
+        if not self.config.recall.word_forms or not terms:
+            return {}, query
+        wanted = morph.widen(terms)
+        if not wanted:
+            return {}, query
+        df, _ = self.store.document_frequencies(space, [f for fs in wanted.values() for f in fs])
+        held = {t: kept for t, fs in wanted.items() if (kept := tuple(f for f in fs if df.get(f)))}
+        budget = self.config.recall.posting_budget
+        extra = [f for t, fs in held.items() if t not in common for f in fs
+                 if df[f] <= budget]
+        return held, (query + " " + " ".join(extra)) if extra else query
 
     def _lexical_k(self, k: int) -> int:
         """Lexical candidates per table: fewer than vector ones, the keyword boost ranks them."""
