@@ -87,6 +87,9 @@ class RecallTuning:
     # Query words widened to their other regular forms held in the index ("camped" also
     # finds "camping"; recall/morph.py), in the full-text search and the keyword evidence.
     word_forms: bool = True
+    # A turn's relevance is lowered by question_discount times the share of its words
+    # that sit in questions ("What got you into running?" asks; it tells nothing).
+    question_discount: float = 0.3
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from tideline.dynamics import retention
 from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
 from tideline.models import MemoryRecord, RecallItem, RecallPacket, Turn, iso
-from tideline.recall import morph, when
+from tideline.recall import asking, morph, when
 from tideline.recall.people import SpeakerDirectory, named_people
 from tideline.recall.routing import ClusterRouter
 from tideline.recall.vectors import VectorSpaces
@@ -157,6 +157,9 @@ class RecallEngine:
             cand.score = self._relevance(cand, profile.floor)
             if cand.type == "memory":
                 cand.score *= self._salience(memories[cand.key], now)
+            elif tune.question_discount > 0:
+                cand.score *= 1.0 - tune.question_discount * asking.question_share(
+                    turns[cand.key].text)
             if window is not None and self._in_window(cand, window, memories, turns):
                 cand.score += tune.when_boost
                 dated.add((cand.type, cand.key))
