@@ -11,6 +11,7 @@ from tests.conftest import hashing
 
 from tideline import Memory
 from tideline.config import Config
+from tideline.recall import morph
 from tideline.recall.morph import coverage, forms, widen
 from tideline.store import lexical
 
@@ -78,3 +79,21 @@ def test_a_query_in_another_form_finds_the_turn_by_its_words(store_dir: Path) ->
     assert widened is not None and widened[1] == "lexical"
     assert plain is None or plain[1] != "lexical"
     assert plain is None or widened[0] > plain[0]
+
+
+def test_only_english_queries_are_widened(store_dir: Path) -> None:
+    """The `real` bench's German queries lost recall@5 to English forms of German words."""
+    assert morph.looks_english("Where has Melanie camped?")
+    assert not morph.looks_english("Welche Datenbank nutzt das Projekt?")
+    assert not morph.looks_english("E1234 psycopg2")
+    with Memory.open(store_dir, embedder=hashing(), project="global") as mem:
+        mem.add_turns([{"session": "s", "speaker": "Ana", "text": "Wir nutzen Datenbanken"},
+                       {"session": "s", "speaker": "Bo", "text": "We went camping"}],
+                      source="chat")
+        forms_de, text_de = mem._engine._word_forms("t", "Welche Datenbank nutzt ihr?",
+                                                    ["welche", "datenbank", "nutzt"], set())
+        forms_en, text_en = mem._engine._word_forms("t", "Where have you camped?",
+                                                    ["camped"], set())
+    assert forms_de == {} and text_de == "Welche Datenbank nutzt ihr?"
+    assert forms_en == {"camped": ("camping",)}
+    assert text_en == "Where have you camped? camping"

@@ -426,7 +426,7 @@ class RecallEngine:
         Forms of the terms left out of the full-text OR (``common``), and forms in more
         rows than ``posting_budget``, only count as keyword evidence.
         """
-        if not self.config.recall.word_forms or not terms:
+        if not self.config.recall.word_forms or not terms or not morph.looks_english(query):
             return {}, query
         wanted = morph.widen(terms)
         if not wanted:

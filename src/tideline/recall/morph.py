@@ -9,24 +9,35 @@ counts a stored text as holding the query's word when it holds any of its forms.
 
 The forms are ordinary words: the full-text side searches them like the query's own
 (no prefix syntax, so every backend runs them), and a form absent from the store costs
-a vocabulary lookup. Only ASCII words of four letters or more are widened; other
-scripts and short words stay as typed.
+a vocabulary lookup. Only English queries are widened (see :func:`looks_english`), and
+only their ASCII words of four letters or more; other scripts, other languages and
+short words stay as typed.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from collections.abc import Sequence
 from typing import Any
 
 from tideline.store import lexical
 
-__all__ = ["coverage", "forms", "widen"]
+__all__ = ["coverage", "forms", "looks_english", "widen"]
 
 _MIN_LETTERS = 4
 _SUFFIXES = ("ing", "ied", "ies", "ed", "es", "s", "d")
 _VOWELS = frozenset("aeiou")
+_WORDS = re.compile(r"[^\W\d_]+(?:['’][a-z]+)?")
+# Function words that tell English from the other languages written in Latin letters
+# (German above all: an English stemmer on "Datenbanken" would only invent words).
+_ENGLISH = frozenset("""the a an is are was were be been do does did has have had what
+which who whom where when why how of to in on at for with from my your his her our their
+this that these those it i you he she we they and or not can could would should will""".split())
+_OTHER = frozenset("""der die das den dem des ein eine einen ist sind war wie wo wann wer
+welche welcher welches und oder nicht mit für auf von zu ich du er sie wir ihr hat haben
+le la les un une est et ou pas avec pour el los las es y con por del qué""".split())
 _lock = threading.Lock()
 _stemmer: Any = None
 
@@ -96,6 +107,21 @@ def forms(word: str, limit: int = 12) -> tuple[str, ...]:
     for base in _bases(word):
         found.update(c for c in _inflect(base) if c != word and _stem(c) == stem)
     return tuple(sorted(found, key=lambda f: (len(f), f))[:limit])
+
+
+def looks_english(text: str) -> bool:
+    """Whether ``text`` reads as English: more English function words than those of
+    German, French or Spanish, and at least one.
+
+    Args:
+        text: a query.
+
+    Returns:
+        True for English text.
+    """
+    words = [w.casefold() for w in _WORDS.findall(text[:2_000])]
+    english = sum(w in _ENGLISH for w in words)
+    return english > 0 and english > sum(w in _OTHER for w in words)
 
 
 def widen(terms: Sequence[str]) -> dict[str, tuple[str, ...]]:
