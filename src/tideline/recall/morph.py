@@ -168,6 +168,17 @@ def coverage(
         return 0.0
     found = 0.0
     for term, w in zip(terms, ws, strict=True):
-        if any(lexical._find_keyword(hay, t) for t in (term, *alternatives.get(term, ()))):
+        alts = alternatives.get(term)
+        if alts is not None:
+            if _group(term, alts).search(hay):
+                found += w
+        elif lexical._find_keyword(hay, term):
             found += w
     return found / total
+
+
+@functools.lru_cache(maxsize=1024)
+def _group(term: str, alts: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern for a word and its forms (all ASCII letters), as whole words."""
+    words = "|".join(re.escape(w) for w in sorted({term, *alts}, key=len, reverse=True))
+    return re.compile(rf"(?<!\w)(?:{words})(?!\w)")
