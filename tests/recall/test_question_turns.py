@@ -48,3 +48,20 @@ def test_the_turn_that_tells_outranks_the_one_that_asks(store_dir: Path) -> None
              for i in range(30)], source="chat")
     assert _order(store_dir, 0.0).index("ask") < _order(store_dir, 0.0).index("tell")
     assert _order(store_dir, 0.3).index("tell") < _order(store_dir, 0.3).index("ask")
+
+
+def test_the_reply_to_a_question_hit_inherits_its_undiscounted_score(store_dir: Path) -> None:
+    """The reply holds the answer the question turn only asked about: it comes in at
+    ``neighbour_factor`` of the question's score before the discount (never above the
+    question's own score), not at a share of the discounted one."""
+    with Memory.open(store_dir, embedder=hashing(), project="global") as mem:
+        mem.add_turns([
+            {"session": "s1", "speaker": "Ana", "id": "ask",
+             "text": "Running marathon training? Really?"},
+            {"session": "s1", "speaker": "Bo", "id": "reply",
+             "text": "Yes, three times a week since spring."},
+        ] + [{"session": "s3", "speaker": "Cy", "text": f"weather note {i}"}
+             for i in range(30)], source="chat")
+        packet = mem.recall("running marathon training", log=False, limit=5)
+    by_id = {i.message_id: i for i in packet.items}
+    assert by_id["reply"].score >= by_id["ask"].score > 0

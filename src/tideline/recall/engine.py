@@ -58,6 +58,7 @@ class Candidate:
     keyword: float = 0.0
     score: float = 0.0
     hub: float = 0.0
+    asked: float = 1.0  # the question discount's factor (1 for a turn that only tells)
 
 
 class RecallEngine:
@@ -158,8 +159,9 @@ class RecallEngine:
             if cand.type == "memory":
                 cand.score *= self._salience(memories[cand.key], now)
             elif tune.question_discount > 0:
-                cand.score *= 1.0 - tune.question_discount * asking.question_share(
+                cand.asked = 1.0 - tune.question_discount * asking.question_share(
                     turns[cand.key].text)
+                cand.score *= cand.asked
             if window is not None and self._in_window(cand, window, memories, turns):
                 cand.score += tune.when_boost
                 dated.add((cand.type, cand.key))
@@ -279,7 +281,9 @@ class RecallEngine:
         In a conversation the answer often sits next to the turn that matched: the reply
         to a question, the sentence after "guess what". A neighbour scores a share
         (``neighbour_factor``) of its hit's score, unless it already scores more itself;
-        it comes in as a ``graph`` item (an edge of the session's order).
+        it comes in as a ``graph`` item (an edge of the session's order). The share is
+        of the hit's score before the question discount (the reply answers what the
+        question asked), capped at the hit's own score.
         """
         tune = self.config.recall
         best = sorted((c for c in cands.values() if c.type == "turn"),
@@ -293,7 +297,7 @@ class RecallEngine:
         sims = self.store.turn_vectors(new, self.embedder.dim) if new else {}
         by_place = {(t.scope, t.session, t.turn_index): t for t in around}
         for cand, hit in zip(best, hits, strict=True):
-            score = cand.score * tune.neighbour_factor
+            score = min(cand.score / max(cand.asked, 1e-6) * tune.neighbour_factor, cand.score)
             for offset in (-1, 1):
                 n = by_place.get((hit.scope, hit.session, hit.turn_index + offset))
                 if n is None:
