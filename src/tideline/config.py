@@ -83,7 +83,13 @@ class RecallTuning:
     turn_hubness: float = 0.5
     # A query naming some of a scope's speakers (or known_persons; short forms resolved:
     # "Mel" is Melanie) adds speaker_boost to the turns they spoke.
-    speaker_boost: float = 0.1
+    speaker_boost: float = 0.05
+    # Query words widened to their other regular forms held in the index ("camped" also
+    # finds "camping"; recall/morph.py), in the full-text search and the keyword evidence.
+    word_forms: bool = True
+    # A turn's relevance is lowered by question_discount times the share of its words
+    # that sit in questions ("What got you into running?" asks; it tells nothing).
+    question_discount: float = 0.3
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from tideline.dynamics import retention
 from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
 from tideline.models import LexicalQuery, MemoryRecord, RecallItem, RecallPacket, Turn, iso
-from tideline.recall import when
+from tideline.recall import asking, morph, when
 from tideline.recall.people import SpeakerDirectory, named_people
 from tideline.recall.routing import ClusterRouter
 from tideline.recall.vectors import VectorSpaces
@@ -45,6 +45,9 @@ from tideline.store.sqlite import SQLiteStore
 __all__ = ["Candidate", "RecallEngine"]
 
 GRAPH_EDGES = ("related", "co_recall", "contradicts")
+
+#: The lexical queries of one space: for the word index and for the substring index.
+_Queries = tuple[LexicalQuery, LexicalQuery]
 
 
 @dataclass
@@ -59,6 +62,7 @@ class Candidate:
     keyword: float = 0.0
     score: float = 0.0
     hub: float = 0.0
+    asked: float = 1.0  # the question discount's factor (1 for a turn that only tells)
 
 
 class RecallEngine:
@@ -122,13 +126,20 @@ class RecallEngine:
         terms = lexical.query_terms(query)
         window = when.find_window(query) if since is None and until is None else None
         weights: dict[str, list[float]] = {}
-        expressions: dict[str, LexicalQuery] = {}
+        expressions: dict[str, _Queries] = {}
         spaces = [s for s, wanted in (("m", include_memories),
                                       ("t", include_turns and kind is None)) if wanted]
+        forms: dict[str, dict[str, tuple[str, ...]]] = {}
         for space in spaces:
             weights[space], common, known, together = self._term_stats(space, terms)
-            expressions[space] = LexicalQuery(text=query, drop=frozenset(common),
-                                              together=tuple(together), known=frozenset(known))
+            forms[space], widened = self._word_forms(space, query, terms, common)
+            # The word index also finds the other forms of the words; the substring
+            # index looks for what was typed.
+            expressions[space] = (
+                LexicalQuery(text=widened, drop=frozenset(common), together=tuple(together),
+                             known=frozenset(known)),
+                LexicalQuery(text=query, drop=frozenset(common), together=tuple(together),
+                             known=frozenset(known)))
         now = time.time()
 
         cands: dict[tuple[str, int], Candidate] = {}
@@ -150,11 +161,15 @@ class RecallEngine:
             else:
                 t = turns[cand.key]
                 text = turn_index_text(t.speaker, t.text)
-            cand.keyword = lexical.keyword_coverage(text, terms,
-                                                    weights[cand.type[0]] if terms else None)
+            cand.keyword = morph.coverage(text, terms, weights[cand.type[0]] if terms else None,
+                                          forms[cand.type[0]])
             cand.score = self._relevance(cand, profile.floor)
             if cand.type == "memory":
                 cand.score *= self._salience(memories[cand.key], now)
+            elif tune.question_discount > 0:
+                cand.asked = 1.0 - tune.question_discount * asking.question_share(
+                    turns[cand.key].text)
+                cand.score *= cand.asked
             if window is not None and self._in_window(cand, window, memories, turns):
                 cand.score += tune.when_boost
                 dated.add((cand.type, cand.key))
@@ -198,7 +213,7 @@ class RecallEngine:
     # -- candidates -----------------------------------------------------------------------
 
     def _memory_candidates(
-        self, qv: np.ndarray, terms: LexicalQuery, scopes: Sequence[str], k: int,
+        self, qv: np.ndarray, terms: _Queries, scopes: Sequence[str], k: int,
         kind: str | None, since: float | None, until: float | None,
         cands: dict[tuple[str, int], Candidate],
     ) -> dict[int, MemoryRecord]:
@@ -222,7 +237,7 @@ class RecallEngine:
         return live
 
     def _turn_candidates(
-        self, qv: np.ndarray, terms: LexicalQuery, scopes: Sequence[str], k: int,
+        self, qv: np.ndarray, terms: _Queries, scopes: Sequence[str], k: int,
         since: float | None, until: float | None, cands: dict[tuple[str, int], Candidate],
     ) -> dict[int, Turn]:
         vec = self.vectors.search("t", scopes, qv, k) if qv.any() else {}
@@ -273,7 +288,9 @@ class RecallEngine:
         In a conversation the answer often sits next to the turn that matched: the reply
         to a question, the sentence after "guess what". A neighbour scores a share
         (``neighbour_factor``) of its hit's score, unless it already scores more itself;
-        it comes in as a ``graph`` item (an edge of the session's order).
+        it comes in as a ``graph`` item (an edge of the session's order). The share is
+        of the hit's score before the question discount (the reply answers what the
+        question asked), capped at the hit's own score.
         """
         tune = self.config.recall
         best = sorted((c for c in cands.values() if c.type == "turn"),
@@ -287,7 +304,7 @@ class RecallEngine:
         sims = self.store.turn_vectors(new, self.embedder.dim) if new else {}
         by_place = {(t.scope, t.session, t.turn_index): t for t in around}
         for cand, hit in zip(best, hits, strict=True):
-            score = cand.score * tune.neighbour_factor
+            score = min(cand.score / max(cand.asked, 1e-6) * tune.neighbour_factor, cand.score)
             for offset in (-1, 1):
                 n = by_place.get((hit.scope, hit.session, hit.turn_index + offset))
                 if n is None:
@@ -411,22 +428,43 @@ class RecallEngine:
         known = {t for i, t in enumerate(terms) if freqs[i] > 0}
         return weights, common, known, together
 
+    def _word_forms(
+        self, space: str, query: str, terms: Sequence[str], common: set[str]
+    ) -> tuple[dict[str, tuple[str, ...]], str]:
+        """Other forms of the query's words that the space's index holds, and the query
+        text widened by them for the full-text side (see :mod:`tideline.recall.morph`).
+
+        Forms of the terms left out of the full-text OR (``common``), and forms in more
+        rows than ``posting_budget``, only count as keyword evidence.
+        """
+        if not self.config.recall.word_forms or not terms or not morph.looks_english(query):
+            return {}, query
+        wanted = morph.widen(terms)
+        if not wanted:
+            return {}, query
+        df, _ = self.store.document_frequencies(space, [f for fs in wanted.values() for f in fs])
+        held = {t: kept for t, fs in wanted.items() if (kept := tuple(f for f in fs if df.get(f)))}
+        budget = self.config.recall.posting_budget
+        extra = [f for t, fs in held.items() if t not in common for f in fs
+                 if df[f] <= budget]
+        return held, (query + " " + " ".join(extra)) if extra else query
+
     def _lexical_k(self, k: int) -> int:
         """Lexical candidates per table: fewer than vector ones, the keyword boost ranks them."""
         return max(20, k // 2)
 
     def _lexical(
-        self, terms: LexicalQuery, table: str, scopes: Sequence[str], k: int,
+        self, terms: _Queries, table: str, scopes: Sequence[str], k: int,
         kind: str | None, since: float | None, until: float | None,
     ) -> dict[int, int]:
         """Rank position (0 = best) of each lexical hit, word and substring indexes merged."""
         ranks: dict[int, int] = {}
-        for substrings in (False, True):
+        for substrings, q in ((False, terms[0]), (True, terms[1])):
             if table == "memories":
-                rows = self.store.search_memories(terms, substrings=substrings, scopes=scopes,
+                rows = self.store.search_memories(q, substrings=substrings, scopes=scopes,
                                                   limit=k, kind=kind, since=since, until=until)
             else:
-                rows = self.store.search_turns(terms, substrings=substrings, scopes=scopes,
+                rows = self.store.search_turns(q, substrings=substrings, scopes=scopes,
                                                limit=k, since=since, until=until)
             for pos, (key, _bm25) in enumerate(rows):
                 ranks[key] = min(ranks.get(key, pos), pos)

@@ -1,0 +1,34 @@
+"""How much of a turn only asks: the share of its words that sit in questions.
+
+In a conversation a question turn ("Wow! What got you into running?") shares the
+topic's words with a later question about that topic, but it holds no answer: the
+reply does, and it comes in as the hit's neighbour. Recall lowers a turn's relevance
+by ``question_discount`` times this share.
+"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["question_share"]
+
+_SENTENCE = re.compile(r"[^.!?？。！]*[.!?？。！]+|[^.!?？。！]+$")
+_WORD = re.compile(r"\w+")
+
+
+def question_share(text: str) -> float:
+    """Share (0–1) of the words of ``text`` that are in sentences ending with ``?``.
+
+    Args:
+        text: a turn's text.
+
+    Returns:
+        0 for a statement, 1 for a turn made only of questions.
+    """
+    total = asked = 0
+    for sentence in _SENTENCE.findall(text):
+        n = len(_WORD.findall(sentence))
+        total += n
+        if sentence.rstrip().endswith(("?", "？")):
+            asked += n
+    return asked / total if total else 0.0

@@ -1,0 +1,67 @@
+"""Turns that only ask rank below turns that tell (issue 12)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+from tests.conftest import hashing
+
+from tideline import Memory
+from tideline.config import Config
+from tideline.recall.asking import question_share
+
+
+def test_question_share_counts_the_words_in_questions() -> None:
+    assert question_share("I went camping. It was great!") == 0.0
+    assert question_share("What got you into running?") == 1.0
+    assert 0.7 < question_share("Wow! What got you into running?") < 0.9
+    assert question_share("") == 0.0
+    assert question_share("你去哪里露营了？") == 1.0
+
+
+@given(st.text(max_size=200))
+def test_question_share_is_a_share(text: str) -> None:
+    assert 0.0 <= question_share(text) <= 1.0
+
+
+def _order(store_dir: Path, discount: float) -> list[str]:
+    base = Config()
+    config = dataclasses.replace(base, recall=dataclasses.replace(
+        base.recall, question_discount=discount, neighbour_hits=0))
+    with Memory.open(store_dir, embedder=hashing(), project="global", config=config) as mem:
+        packet = mem.recall("running marathon training", log=False, limit=5)
+    return [i.message_id or "" for i in packet.items]
+
+
+def test_the_turn_that_tells_outranks_the_one_that_asks(store_dir: Path) -> None:
+    """ "Wow! What got you into running?" ranked above the answer in LoCoMo conv-26."""
+    with Memory.open(store_dir, embedder=hashing(), project="global") as mem:
+        mem.add_turns([
+            {"session": "s1", "speaker": "Ana", "id": "ask",
+             "text": "Running marathon training? Really?"},
+            {"session": "s2", "speaker": "Bo", "id": "tell",
+             "text": "Running the marathon training plan, it was hard."},
+        ] + [{"session": "s3", "speaker": "Cy", "text": f"weather note {i}"}
+             for i in range(30)], source="chat")
+    assert _order(store_dir, 0.0).index("ask") < _order(store_dir, 0.0).index("tell")
+    assert _order(store_dir, 0.3).index("tell") < _order(store_dir, 0.3).index("ask")
+
+
+def test_the_reply_to_a_question_hit_inherits_its_undiscounted_score(store_dir: Path) -> None:
+    """The reply holds the answer the question turn only asked about: it comes in at
+    ``neighbour_factor`` of the question's score before the discount (never above the
+    question's own score), not at a share of the discounted one."""
+    with Memory.open(store_dir, embedder=hashing(), project="global") as mem:
+        mem.add_turns([
+            {"session": "s1", "speaker": "Ana", "id": "ask",
+             "text": "Running marathon training? Really?"},
+            {"session": "s1", "speaker": "Bo", "id": "reply",
+             "text": "Yes, three times a week since spring."},
+        ] + [{"session": "s3", "speaker": "Cy", "text": f"weather note {i}"}
+             for i in range(30)], source="chat")
+        packet = mem.recall("running marathon training", log=False, limit=5)
+    by_id = {i.message_id: i for i in packet.items}
+    assert by_id["reply"].score >= by_id["ask"].score > 0
