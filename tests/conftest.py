@@ -1,4 +1,7 @@
-"""Shared fixtures: a real SQLite store in tmp_path with the hashing embedder."""
+"""Shared fixtures: a real store in tmp_path with the hashing embedder, on SQLite or PostgreSQL.
+
+See tests/backend.py: modules marked ``backends`` run once per backend.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.backend import BACKENDS, ENV_URL, Backend, PostgresServer
 
 from tideline import Memory
 from tideline.embed import HashingEmbedder, ThresholdProfile
@@ -24,6 +28,49 @@ def hashing() -> HashingEmbedder:
     return emb
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "backends: run the module's tests once per storage backend (tests/backend.py)")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests marked ``backends`` that use the ``backend`` fixture run once per backend."""
+    if "backend" in metafunc.fixturenames and metafunc.definition.get_closest_marker("backends"):
+        metafunc.parametrize("backend", BACKENDS, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
+    """The embedded PostgreSQL server of this test session (started on first use)."""
+    server = PostgresServer(tmp_path_factory.mktemp("pg"))
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Backend]:
+    """The storage backend of this test: SQLite unless the module is marked ``backends``.
+
+    On PostgreSQL a fresh database, named by ``TIDELINE_DATABASE_URL`` for the test.
+    """
+    name = getattr(request, "param", "sqlite")
+    if name == "sqlite":
+        monkeypatch.delenv(ENV_URL, raising=False)
+        yield Backend("sqlite")
+        return
+    server: PostgresServer = request.getfixturevalue("pg_server")
+    url = server.create()
+    monkeypatch.setenv(ENV_URL, url)
+    b = Backend("postgres", server, url)
+    try:
+        yield b
+    finally:
+        b.close()
+        server.drop(url)
+
+
 @pytest.fixture
 def store_dir(tmp_path: Path) -> Path:
     """A fresh store directory."""
@@ -31,13 +78,14 @@ def store_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def mem(store_dir: Path) -> Iterator[Memory]:
-    """An opened memory on a real SQLite file with the hashing embedder, in no project.
+def mem(store_dir: Path, backend: Backend) -> Iterator[Memory]:
+    """An opened memory on the test's backend with the hashing embedder, in no project.
 
     (Without ``project="global"`` the project would be detected from pytest's working
     directory — this checkout's name — which no test should depend on.)
     """
-    m = Memory.open(store_dir, embedder=hashing(), project="global")
+    m = backend.open(store_dir, embedder=hashing(), project="global")
+    backend.check(m)
     try:
         yield m
     finally:
