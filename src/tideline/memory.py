@@ -31,6 +31,7 @@ from tideline.sleep.mixin import SleepMixin
 from tideline.store import doctor as doctor_mod
 from tideline.store import reembed as reembed_mod
 from tideline.store.connection import peek_meta
+from tideline.store.postgres import peek_database_meta
 from tideline.store.sqlite import SQLiteStore
 from tideline.write.path import Writer
 from tideline.write.validate import (
@@ -73,17 +74,27 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
     def __init__(self, config: Config, embedder: Embedder, *, project: str | None = None) -> None:
         self.config = config
         self.project = project
-        self.store = SQLiteStore(
-            config.home, config.namespace, embedder.marker,
-            busy_timeout_ms=config.busy_timeout_ms, retries=config.busy_retries,
-        )
+        if config.database:
+            from tideline.store.postgres import open_postgres
+
+            # Typed as the SQLite store until the seam's store protocols land.
+            self.store = cast(SQLiteStore, open_postgres(
+                config.database, config.home, config.namespace, embedder.marker,
+                retries=config.busy_retries, lock_timeout_ms=config.busy_timeout_ms))
+        else:
+            self.store = SQLiteStore(
+                config.home, config.namespace, embedder.marker,
+                busy_timeout_ms=config.busy_timeout_ms, retries=config.busy_retries,
+            )
         self._use_embedder(embedder)
 
     def _use_embedder(self, embedder: Embedder) -> None:
         self.embedder = embedder
         self.embed_guard = EmbedGuard(embedder, cooldown_s=self.config.embed_cooldown_s,
                                       on_change=self._embedder_changed)
-        self.vectors = VectorSpaces(self.store, embedder.dim, embedder.marker)
+        spaces = getattr(self.store, "vector_spaces", None)
+        self.vectors = (cast(VectorSpaces, spaces(embedder.dim, embedder.marker)) if spaces
+                        else VectorSpaces(self.store, embedder.dim, embedder.marker))
         self._writer = Writer(self.store, embedder, self.vectors, self.config,
                               guard=self.embed_guard)
         self._engine = RecallEngine(self.store, embedder, self.vectors, self.config,
@@ -102,6 +113,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         embedder: str | Embedder | None = None,
         project: str | None = None,
         config: Config | None = None,
+        database: str | None = None,
     ) -> Memory:
         """Open (or create) a store.
 
@@ -116,6 +128,8 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
                 (:func:`tideline.project.detect_project`: ``$TIDELINE_PROJECT``, the
                 client's project directory, the git work tree, the directory).
             config: a full config; the other arguments override it.
+            database: a ``postgresql://`` URL to keep the memory in (default
+                ``$TIDELINE_DATABASE_URL``); ``home`` is then this host's local state.
 
         Returns:
             The opened memory.
@@ -128,6 +142,7 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
         clean_instance(home, (str, os.PathLike), "home", "a directory path")
         clean_instance(embedder, (str, Embedder), "embedder", "an embedder name or instance")
         clean_instance(project, str, "project", "a project name")
+        clean_instance(database, str, "database", "a postgresql:// URL")
         if home is not None:
             clean_paths([home], "home")
         cfg = config or Config.load()
@@ -138,12 +153,15 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
             overrides["namespace"] = clean_name(namespace, "namespace", cfg.caps)
         if isinstance(embedder, str):
             overrides["embedder"] = embedder
+        if database is not None:
+            overrides["database"] = database
         if overrides:
             cfg = dataclasses.replace(cfg, **overrides)
         clean_name(cfg.namespace, "namespace", cfg.caps)
         stored = None
         if embedder is None and config is None and not os.environ.get("TIDELINE_EMBEDDER"):
-            stored = peek_meta(cfg.home, "embedder")
+            stored = peek_meta(cfg.home, "embedder") if not cfg.database else \
+                peek_database_meta(cfg.database, "embedder")
         if stored is not None:
             instance = embedder_from_marker(stored)
         elif embedder is None or isinstance(embedder, str):
