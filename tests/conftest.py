@@ -6,6 +6,8 @@ See tests/backend.py: modules marked ``backends`` run once per backend.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -40,13 +42,20 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PostgresServer]:
-    """The embedded PostgreSQL server of this test session (started on first use)."""
-    server = PostgresServer(tmp_path_factory.mktemp("pg"))
+def pg_server() -> Iterator[PostgresServer]:
+    """The embedded PostgreSQL server of this test session (started on first use).
+
+    Its data lives outside pytest's temporary root: pytest prunes all but the newest
+    three roots, so another test session starting meanwhile deleted a running server's
+    files (seen as "server closed the connection unexpectedly" mid-run).
+    """
+    root = Path(tempfile.mkdtemp(prefix="tideline-test-pg-"))
+    server = PostgresServer(root)
     try:
         yield server
     finally:
         server.close()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture
