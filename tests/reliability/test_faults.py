@@ -2,6 +2,9 @@
 
 Each test prints one JSON line of figures. The quick tier runs in CI; the ``stress``
 marker runs the long versions (``make stress``).
+
+SQLite only (tests/backend.py): kill -9 against one file, its page limit as a full disk,
+the file copy of a backup; many writers on PostgreSQL: tests/store/test_hosts.py.
 """
 
 from __future__ import annotations
