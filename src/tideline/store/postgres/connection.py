@@ -24,7 +24,6 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import psycopg_pool
@@ -41,9 +40,10 @@ from tideline.errors import (
     TidelineError,
 )
 from tideline.store.dialect import POSTGRES, PostgresDialect
+from tideline.store.postgres import redact_url
 from tideline.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["Conn", "Cursor", "Database", "advisory_key", "from_psycopg", "redact_url", "translate"]
+__all__ = ["Conn", "Cursor", "Database", "advisory_key", "from_psycopg", "translate"]
 
 # Lock classes for pg_advisory_lock(int, int): the first key says what is locked.
 LOCK_MIGRATE = 7101
@@ -125,20 +125,6 @@ def from_psycopg(exc: psycopg.Error) -> TidelineError:
         mapped = StoreError(f"postgresql {state or 'error'}: {text}")
     mapped.__cause__ = exc
     return mapped
-
-
-def redact_url(url: str) -> str:
-    """The URL without its password (for logs, introspection and errors)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "postgresql://…"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return urlunsplit((parts.scheme, f"{user}:***@{host}{port}", parts.path, parts.query, ""))
 
 
 class Cursor(Protocol):
