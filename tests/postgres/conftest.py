@@ -11,8 +11,8 @@ from typing import Any
 
 import psycopg
 import pytest
-
 from tests.conftest import hashing
+
 from tideline import Memory
 
 _counter = itertools.count()

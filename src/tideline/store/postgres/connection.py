@@ -106,7 +106,7 @@ def from_psycopg(exc: psycopg.Error) -> TidelineError:
         The matching :class:`TidelineError`, with ``exc`` as its cause.
     """
     state = getattr(exc, "sqlstate", None) or ""
-    text = str(exc).strip()
+    text = " ".join(str(exc).split())  # one line: the CLI prints errors as one line
     mapped: TidelineError
     if state in _BUSY_STATES:
         mapped = StoreBusy(f"the database is busy ({state}): {text}")
@@ -246,6 +246,12 @@ class Database:
         except OSError as exc:
             raise StoreError(f"cannot create the local state directory {directory}: {exc}") \
                 from exc
+        try:  # one direct try first: an unreachable server fails now, not after the pool's wait
+            psycopg.connect(url, connect_timeout=10).close()
+        except psycopg.Error as exc:
+            raise BackendUnavailable(
+                f"cannot reach the PostgreSQL server at {self.path}: {' '.join(str(exc).split())}"
+            ) from exc
         options = (f"-c lock_timeout={int(lock_timeout_ms)} "
                    "-c idle_in_transaction_session_timeout=600000")
         self.pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = \
