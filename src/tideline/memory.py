@@ -765,10 +765,11 @@ class Memory(CognitionMixin, InjectMixin, SleepMixin, DreamMixin):
                               progress=progress)
 
     def migrate(self, to: str | Path, *, progress: Progress | None = None) -> dict[str, Any]:
-        """Copy the whole store (every namespace) into an empty store directory, verified.
+        """Copy the whole store (every namespace) into an empty store directory or an
+        empty PostgreSQL database (``postgresql://…``), verified.
 
         Raises:
-            BackendUnavailable: ``to`` is a database URL (only directories for now).
+            BackendUnavailable: ``to`` is a URL of a database with no backend here.
             InvalidInput: ``to`` is this store or already holds data.
             UnsafePath: ``to`` or one of its parents is a symlink.
         """

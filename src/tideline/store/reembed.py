@@ -9,7 +9,7 @@ interrupted run leaves only the staging table, which the next run clears.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -34,6 +34,10 @@ def run(
     Returns:
         ``{"memories": n, "turns": n, "from": old_marker, "to": new_marker}``.
     """
+    if store.backend == "postgresql":
+        from tideline.store.postgres.maintenance import reembed
+
+        return reembed(cast(Any, store), new, progress=progress)
     from tideline.store.sqlite import _MEMORY_COLUMNS
 
     old_marker = store.db.get_meta("embedder")

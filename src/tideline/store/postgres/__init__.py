@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING
 from tideline.errors import BackendUnavailable
 
 if TYPE_CHECKING:
+    from tideline.store.consolidation import GateView
     from tideline.store.postgres.store import PostgresStore
 
-__all__ = ["is_database_url", "open_postgres", "peek_database_meta"]
+__all__ = ["is_database_url", "open_postgres", "peek_database_gate",
+           "peek_database_meta", "redact_url"]
 
 SCHEMES = ("postgresql://", "postgres://")
 
@@ -23,6 +25,21 @@ SCHEMES = ("postgresql://", "postgres://")
 def is_database_url(value: str | None) -> bool:
     """Whether ``value`` names a PostgreSQL database (rather than a store directory)."""
     return bool(value) and str(value).lower().startswith(SCHEMES)
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password (for messages and introspection)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        netloc = f"{parts.username or ''}:***@{parts.hostname or ''}"
+        netloc += f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "postgresql://…"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
 
 
 def open_postgres(url: str, directory: Path, namespace: str, marker: str, *,
@@ -72,3 +89,29 @@ def peek_database_meta(url: str, key: str) -> str | None:
     except psycopg.Error:
         return None
     return None if row is None else str(row[0])
+
+
+def peek_database_gate(url: str, namespace: str) -> GateView | None:
+    """The sleep gate of a PostgreSQL store without opening it (no pool, no numpy);
+    None when it cannot be read (the sleep that follows opens the store and says why)."""
+    try:
+        import psycopg
+
+        from tideline.store.consolidation import GateView, _marker
+        from tideline.store.postgres.connection import Conn
+    except ImportError:
+        return None
+    try:
+        with psycopg.connect(url, connect_timeout=10) as raw:
+            if raw.execute("SELECT to_regclass('sleep_state')").fetchone() in (None, (None,)):
+                return None
+            conn = Conn(raw, writing=False)
+            rows = dict(conn.execute(
+                "SELECT key, value FROM sleep_state WHERE namespace = ? AND key IN "
+                "('marker', 'last_sleep')", (namespace,)).fetchall())
+            marker = _marker(conn)  # type: ignore[arg-type]
+    except psycopg.Error:
+        return None
+    last = rows.get("last_sleep")
+    return GateView(marker=marker, stored=rows.get("marker"),
+                    last_sleep=float(last) if last is not None else None)

@@ -24,7 +24,6 @@ import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import psycopg_pool
@@ -41,9 +40,10 @@ from tideline.errors import (
     TidelineError,
 )
 from tideline.store.dialect import POSTGRES, PostgresDialect
+from tideline.store.postgres import redact_url
 from tideline.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["Conn", "Cursor", "Database", "advisory_key", "from_psycopg", "redact_url", "translate"]
+__all__ = ["Conn", "Cursor", "Database", "advisory_key", "from_psycopg", "translate"]
 
 # Lock classes for pg_advisory_lock(int, int): the first key says what is locked.
 LOCK_MIGRATE = 7101
@@ -106,7 +106,7 @@ def from_psycopg(exc: psycopg.Error) -> TidelineError:
         The matching :class:`TidelineError`, with ``exc`` as its cause.
     """
     state = getattr(exc, "sqlstate", None) or ""
-    text = str(exc).strip()
+    text = " ".join(str(exc).split())  # one line: the CLI prints errors as one line
     mapped: TidelineError
     if state in _BUSY_STATES:
         mapped = StoreBusy(f"the database is busy ({state}): {text}")
@@ -125,20 +125,6 @@ def from_psycopg(exc: psycopg.Error) -> TidelineError:
         mapped = StoreError(f"postgresql {state or 'error'}: {text}")
     mapped.__cause__ = exc
     return mapped
-
-
-def redact_url(url: str) -> str:
-    """The URL without its password (for logs, introspection and errors)."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "postgresql://…"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return urlunsplit((parts.scheme, f"{user}:***@{host}{port}", parts.path, parts.query, ""))
 
 
 class Cursor(Protocol):
@@ -260,6 +246,12 @@ class Database:
         except OSError as exc:
             raise StoreError(f"cannot create the local state directory {directory}: {exc}") \
                 from exc
+        try:  # one direct try first: an unreachable server fails now, not after the pool's wait
+            psycopg.connect(url, connect_timeout=10).close()
+        except psycopg.Error as exc:
+            raise BackendUnavailable(
+                f"cannot reach the PostgreSQL server at {self.path}: {' '.join(str(exc).split())}"
+            ) from exc
         options = (f"-c lock_timeout={int(lock_timeout_ms)} "
                    "-c idle_in_transaction_session_timeout=600000")
         self.pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = \

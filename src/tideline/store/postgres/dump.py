@@ -48,7 +48,8 @@ _AFFINITY = {"bigint": "integer", "integer": "integer", "smallint": "integer",
 def _columns(c: Conn, table: str) -> list[_Column]:
     rows = c.execute(
         "SELECT a.attname, format_type(a.atttypid, a.atttypmod), a.attnotnull, "
-        "pg_get_expr(d.adbin, d.adrelid), coalesce(array_position(i.indkey::int2[], a.attnum), 0) "
+        "pg_get_expr(d.adbin, d.adrelid), coalesce((SELECT k.n FROM unnest(i.indkey) "
+        "WITH ORDINALITY AS k(att, n) WHERE k.att = a.attnum), 0) "
         "FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid "
         "AND d.adnum = a.attnum LEFT JOIN pg_index i ON i.indrelid = a.attrelid "
         "AND i.indisprimary WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 "
@@ -329,6 +330,8 @@ class PostgresLoader:
                     (turns[start:start + 1000],)).fetchall():
                 self.store._index_turn(self.c, int(tid), str(speaker), str(text))
         for table in sorted(self._touched):
+            if "id" not in {col.name for col in self._columns_of(table)}:
+                continue
             seq = self.c.execute("SELECT pg_get_serial_sequence(?, 'id')",
                                  (table,)).fetchone()[0]
             if seq is not None:

@@ -25,6 +25,7 @@ from tideline.models import Edge, LexicalQuery, MemoryRecord, Turn
 from tideline.secrets import redact_json
 from tideline.store.postgres import lexical as pg_lexical
 from tideline.store.postgres.connection import LOCK_KEY, Conn, Database
+from tideline.store.postgres.locks import SleepLocks
 from tideline.store.postgres.turns import TurnRows, mark_pending
 from tideline.store.sqlite import (
     _MEMORY_COLUMNS,
@@ -82,6 +83,7 @@ class PostgresStore(TurnRows):
         self.directory = directory
         self.namespace = namespace
         self.marker = marker
+        self.sleep_lock = SleepLocks(url)
         if check_marker:
             self._check_marker(marker)
 
@@ -96,7 +98,8 @@ class PostgresStore(TurnRows):
             raise EmbedderMismatch(str(stored), marker)
 
     def close(self) -> None:
-        """Close the connection pool."""
+        """Release this process's sleep locks and close the connection pool."""
+        self.sleep_lock.close()
         self.db.close()
 
     def transaction(self) -> contextlib.AbstractContextManager[Conn]:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from tideline.store.postgres.schema import ensure_vector_index
+from tideline.store.postgres.schema import HNSW_MAX_DIM, ensure_vector_index
 from tideline.store.postgres.store import vector_text
 
 if TYPE_CHECKING:
@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresVectorSpaces"]
 
-_HNSW_MAX_DIM = 2000  # pgvector indexes vectors of at most this many dimensions
 _CENTROID_SAMPLE = 4096
 _CENTROID_LEAST = 50
 _COUNT_SECONDS = 30.0
@@ -48,7 +47,7 @@ class PostgresVectorSpaces:
         self.dim = int(dim)
         self.marker = marker
         self.ef_search = ef_search
-        self.indexed = self.dim <= _HNSW_MAX_DIM
+        self.indexed = self.dim <= HNSW_MAX_DIM
         self._lock = threading.Lock()
         self._centroids: dict[str, tuple[int, np.ndarray, float]] = {}
         self._counts: dict[str, tuple[float, int]] = {}
