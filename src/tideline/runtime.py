@@ -37,8 +37,8 @@ from tideline.write.validate import (
 
 if TYPE_CHECKING:
     from tideline.config import Config
-    from tideline.recall.vectors import VectorSpaces
     from tideline.embed.base import Embedder
+    from tideline.recall.vectors import VectorSpaces
 
 __all__ = ["Parts", "Runtime"]
 
@@ -107,7 +107,7 @@ class Runtime:
         """
         if store is None:
             store = open_store(
-                config.home, config.namespace, embedder.marker,
+                config.home, config.namespace, embedder.marker, database=config.database,
                 busy_timeout_ms=config.busy_timeout_ms, retries=config.busy_retries,
             )
         opened = store

@@ -140,13 +140,23 @@ class ConsolidationStore(NamespaceView):
     def try_lock(self, holder: str, lease_s: float, now: float) -> LockHolder | None:
         """Take the sleep lock unless someone alive holds it.
 
+        On PostgreSQL the lock is an advisory lock across every host (it dies with its
+        holder's connection); the row then only says who holds it.
+
         Returns:
             None when taken (or already ours), else the current holder.
         """
+        advisory = getattr(self.store, "sleep_lock", None)
+        if advisory is not None and not advisory.acquire(self.ns, holder):
+            with self.db.read() as c:
+                row = c.execute("SELECT value FROM sleep_state WHERE namespace = ? "
+                                "AND key = 'lock'", (self.ns,)).fetchone()
+            return LockHolder(**json.loads(row[0])) if row is not None else LockHolder(
+                holder="?", pid=0, host="?", expires=now + lease_s)
         with self.db.write() as c:
             row = c.execute("SELECT value FROM sleep_state WHERE namespace = ? AND key = 'lock'",
                             (self.ns,)).fetchone()
-            if row is not None:
+            if row is not None and advisory is None:
                 cur = LockHolder(**json.loads(row[0]))
                 if cur.holder != holder and not cur.abandoned(now):
                     return cur
@@ -169,12 +179,17 @@ class ConsolidationStore(NamespaceView):
 
     def release_lock(self, holder: str) -> None:
         """Drop the lock if we hold it."""
-        with self.db.write() as c:
-            row = c.execute("SELECT value FROM sleep_state WHERE namespace = ? AND key = 'lock'",
-                            (self.ns,)).fetchone()
-            if row is not None and json.loads(row[0]).get("holder") == holder:
-                c.execute("DELETE FROM sleep_state WHERE namespace = ? AND key = 'lock'",
-                          (self.ns,))
+        advisory = getattr(self.store, "sleep_lock", None)
+        try:
+            with self.db.write() as c:
+                row = c.execute("SELECT value FROM sleep_state WHERE namespace = ? "
+                                "AND key = 'lock'", (self.ns,)).fetchone()
+                if row is not None and json.loads(row[0]).get("holder") == holder:
+                    c.execute("DELETE FROM sleep_state WHERE namespace = ? AND key = 'lock'",
+                              (self.ns,))
+        finally:
+            if advisory is not None:
+                advisory.release(self.ns, holder)
 
     # -- memories: reads ------------------------------------------------------------------
 
