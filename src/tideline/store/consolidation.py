@@ -258,11 +258,12 @@ class ConsolidationStore(NamespaceView):
         with self.db.read() as c:
             for lo in range(0, len(wanted), _CHUNK):
                 chunk = wanted[lo:lo + _CHUNK]
-                # "+namespace": without statistics SQLite would walk a namespace index
-                # (every row of the namespace) instead of the primary key.
+                # "namespace || ''": without statistics SQLite would walk a namespace
+                # index (every row of the namespace) instead of the primary key; an
+                # expression keeps it on the key (unary "+" does too, but only on SQLite).
                 for row in c.execute(
                     f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN "
-                    f"({_ph(len(chunk))}) AND +namespace = ?", (*chunk, self.ns)).fetchall():
+                    f"({_ph(len(chunk))}) AND namespace || '' = ?", (*chunk, self.ns)).fetchall():
                     rec = memory_from_row(row)
                     out[rec.id] = rec
         return out
@@ -278,7 +279,7 @@ class ConsolidationStore(NamespaceView):
         for lo in range(0, len(wanted), _CHUNK):
             chunk = wanted[lo:lo + _CHUNK]
             out.update(int(r[0]) for r in c.execute(
-                f"SELECT id FROM memories WHERE id IN ({_ph(len(chunk))}) AND +namespace = ?",
+                f"SELECT id FROM memories WHERE id IN ({_ph(len(chunk))}) AND namespace || '' = ?",
                 (*chunk, self.ns)).fetchall())
         return out
 
