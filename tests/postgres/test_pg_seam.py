@@ -130,3 +130,28 @@ def test_claude_code_hooks_on_postgresql(pg_url: str, tmp_path: Path) -> None:
         kept = m.read_context(session=SESSION, limit=50, scope="atlas")["turns"]
         assert {t["message_id"] for t in kept} == {"u-1", "a-2", "a-4"}
         assert [e["kind"] for e in m.events(kinds=["inject"], limit=5)] == ["inject"]
+
+
+def test_the_read_views_run_on_postgresql(pg_mem: Memory) -> None:
+    """Report, attention, scan, topics, entity graph, self-model and the brief: the
+    shared views' portable SQL through the ``?``-translating connection."""
+    mid = pg_mem.write("Mira reviews the atlas schema every friday", kind="fact",
+                       related_entities=["Mira"], entities_role="Mira=reviewer",
+                       tags=["atlas"]).id
+    pg_mem.add_turns([{"session": "s1", "role": "user", "speaker": "Mira",
+                       "text": "the atlas schema review is on friday"}])
+    pg_mem.recall("atlas schema", include_turns=True)
+    pg_mem.sleep(force=True)
+    assert pg_mem.report(days=7)["totals"]["memories"] == 1
+    assert pg_mem.attention_heatmap(days=7, all_scopes=True)["total_hits"] >= 1
+    assert "Unindexed context" in pg_mem.scan_unindexed(gap_minutes=1, all_scopes=True).markdown
+    assert isinstance(pg_mem.topics(all_scopes=True), list)
+    graph = pg_mem.entity_graph()
+    assert [n["entity"] for n in graph["nodes"]] == ["Mira"], graph
+    pg_mem.update_profile("Mira", "fact", "reviews schemas")
+    pg_mem.update_self_concept("reflection", "careful reviews")
+    tid = pg_mem.add_thread("atlas review", "follow the friday review", source_memories=[mid])
+    assert [t["id"] for t in pg_mem.threads()] == [tid]
+    assert "Mira" in str(pg_mem.profiles())
+    brief = pg_mem.inject_brief(session="s1")
+    assert "atlas" in brief.text
