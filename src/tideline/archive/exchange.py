@@ -210,10 +210,12 @@ def open_for_import(home: Path | None, namespace: str | None, embedder: str | No
     from tideline.embed import embedder_from_marker
     from tideline.memory import Memory
     from tideline.store.connection import peek_meta
+    from tideline.store.postgres import peek_database_meta
 
     cfg = Config.load(**({"home": Path(home).expanduser()} if home is not None else {}))
-    if (embedder is None and not os.environ.get("TIDELINE_EMBEDDER")
-            and peek_meta(cfg.home, "embedder") is None):
+    stored = peek_database_meta(cfg.database, "embedder") if cfg.database else \
+        peek_meta(cfg.home, "embedder")
+    if embedder is None and not os.environ.get("TIDELINE_EMBEDDER") and stored is None:
         head = ArchiveReader(Path(path), _schema_version()).read_header()
         return Memory.open(cfg.home, namespace=namespace,
                            embedder=embedder_from_marker(head.embedder))

@@ -192,6 +192,14 @@ class Conn:
     def __init__(self, raw: psycopg.Connection[Any], *, writing: bool) -> None:
         self.raw = raw
         self.writing = writing
+        self.in_transaction = False
+
+    def transaction(self) -> contextlib.AbstractContextManager[Any]:
+        """A transaction for statements that need one (``SET LOCAL``); inside a
+        transaction already, nothing new."""
+        if self.in_transaction:
+            return contextlib.nullcontext()
+        return self.raw.transaction()
 
     def execute(self, sql: str, params: Sequence[Any] | None = ()) -> Cursor:
         """Run one statement with ``?`` placeholders; returns the cursor.
@@ -257,7 +265,8 @@ class Database:
         self.pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = \
             psycopg_pool.ConnectionPool(
                 url, min_size=1, max_size=max(1, pool_size), open=False, timeout=30.0,
-                kwargs={"options": options, "application_name": "tideline"},
+                kwargs={"options": options, "application_name": "tideline",
+                        "autocommit": True},
                 name=f"tideline-{id(self):x}",
             )
         try:
@@ -284,13 +293,16 @@ class Database:
     def _session(self, *, writing: bool) -> Iterator[Conn]:
         outer = self._current()
         if outer is not None:
-            if writing and not outer.writing:
-                # A write inside a read: the read's connection becomes a write from here on.
-                outer.writing = True
+            if writing and not outer.in_transaction:
+                # A write inside a plain read: from here on one transaction.
+                outer.writing = outer.in_transaction = True
                 try:
-                    yield outer
+                    with outer.raw.transaction():
+                        yield outer
+                except psycopg.Error as exc:
+                    raise from_psycopg(exc) from exc
                 finally:
-                    outer.writing = False
+                    outer.writing = outer.in_transaction = False
             else:
                 yield outer
             return
@@ -298,7 +310,11 @@ class Database:
         conn = Conn(raw, writing=writing)
         self._local.conn = conn
         try:
-            with raw.transaction():
+            if writing:
+                conn.in_transaction = True
+                with raw.transaction():
+                    yield conn
+            else:  # autocommit: one snapshot per statement (as SQLite's reads), no BEGIN
                 yield conn
         except psycopg.Error as exc:
             raise from_psycopg(exc) from exc
@@ -353,6 +369,7 @@ class Database:
             return
         raw = self._acquire()
         conn = Conn(raw, writing=False)
+        conn.in_transaction = True
         self._local.conn = conn
         try:
             raw.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
@@ -366,25 +383,6 @@ class Database:
             with contextlib.suppress(psycopg.Error):
                 raw.isolation_level = None
                 raw.read_only = None
-            self.pool.putconn(raw)
-
-    @contextlib.contextmanager
-    def dedicated(self) -> Iterator[psycopg.Connection[Any]]:
-        """A pooled connection in autocommit mode, outside any transaction (session-level
-        advisory locks; the connection goes back to the pool afterwards).
-
-        Raises:
-            StoreBusy: no connection was free after retries.
-        """
-        raw = self._acquire()
-        try:
-            raw.autocommit = True
-            yield raw
-        except psycopg.Error as exc:
-            raise from_psycopg(exc) from exc
-        finally:
-            with contextlib.suppress(psycopg.Error):
-                raw.autocommit = False
             self.pool.putconn(raw)
 
     # -- meta, migrations -----------------------------------------------------------------

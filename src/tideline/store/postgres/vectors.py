@@ -71,7 +71,7 @@ class PostgresVectorSpaces:
             return {}
         text = vector_text(q)
         hits: dict[int, float] = {}
-        with self.store.db.read() as c:
+        with self.store.db.read() as c, c.transaction():  # SET LOCAL needs a transaction
             if self.indexed:
                 c.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
                 c.execute(f"SET LOCAL hnsw.ef_search = {max(self.ef_search, 2 * int(k))}")
