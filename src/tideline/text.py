@@ -81,6 +81,7 @@ CJK_SEGMENT = re.compile(f"(?P<han>[{_HAN}]+)|(?P<other>[{_KANA_HANGUL}]+)")
 # Letters that Python's Unicode tables call L*/N* but that SQLite's unicode61
 # tokenizer (Unicode 6.1 data) treats as separators.
 
+# Punctuation stripped from both ends of a token.
 EDGE_PUNCT = (
     ",.;:!?()[]{}<>\"'`"
     "\u2018\u2019\u201a\u201c\u201d\u201e\u00ab\u00bb\u2039\u203a\u2026"
@@ -90,6 +91,7 @@ EDGE_PUNCT = (
 _LEAD_PUNCT = EDGE_PUNCT.replace(".", "")  # keep a leading dot: ".env", ".NET"
 
 _ASCII_CONTROLS = {cp: " " for cp in [*range(0x20), 0x7F]}
+# Every ASCII character that is neither a letter nor a digit.
 ASCII_PUNCT = "".join(chr(cp) for cp in range(0x21, 0x7F) if not chr(cp).isalnum())
 
 # --- stopwords (casefolded) ---------------------------------------------------------
@@ -130,6 +132,7 @@ _STOP_CJK = """
 吗 呢 吧 啊 呀 么 什么 怎么 如何 哪 哪个 有 没 没有 不 被 把 给 对 从 向 于 以 为 着 过 地 得
 个 些 很 还 又 请 让 が は を に で と も の へ や か ね よ な だ です ます
 """
+# Words too common to search for alone (English, German, Russian, CJK).
 STOPWORDS = frozenset((_STOP_EN + _STOP_DE + _STOP_RU + _STOP_CJK).split())
 
 # --- jieba (lazy) -------------------------------------------------------------------
@@ -155,10 +158,12 @@ def _load_jieba() -> Any:
 
 
 def cut(text: str) -> list[str]:
+    """jieba's words of ``text`` (blank pieces left out)."""
     return [w for w in _load_jieba().lcut(text) if w.strip()]
 
 
 def cut_for_search(text: str) -> list[str]:
+    """jieba's search segmentation of ``text``: words and their shorter parts."""
     return [w for w in _load_jieba().lcut_for_search(text) if w.strip()]
 
 
@@ -203,10 +208,12 @@ def _is_word_char(ch: str) -> bool:
 
 
 def strip_edges(token: str) -> str:
+    """``token`` without surrounding punctuation (a leading dot is kept)."""
     return token.lstrip(_LEAD_PUNCT).rstrip(EDGE_PUNCT)
 
 
 def bigrams(run: str) -> list[str]:
+    """The overlapping two-character pieces of a CJK run."""
     return [run[i : i + 2] for i in range(len(run) - 1)]
 
 

@@ -22,7 +22,7 @@ from tideline.errors import InvalidInput
 
 __all__ = ["BACKENDS", "Place", "machine", "parse_backends", "place"]
 
-BACKENDS = ("sqlite", "postgres")
+BACKENDS = ("sqlite", "postgres")  # what --backend accepts, baseline first
 
 
 def parse_backends(text: str) -> list[str]:

@@ -27,6 +27,7 @@ __all__ = [
     "turn_index_text",
 ]
 
+# The memory columns memory_from_row reads.
 MEMORY_COLUMNS = (
     "id, scope, kind, gesture, context, cognition_direction, tags, entities_role, "
     "related_entities, source_links, importance, emotional, recurrence, unresolved, weight, "
@@ -35,6 +36,7 @@ MEMORY_COLUMNS = (
 )
 """The columns of ``memories`` that :func:`memory_from_row` reads, in its order."""
 
+# The turn columns turn_from_row reads.
 TURN_COLUMNS = (
     "id, session, turn_index, speaker, role, text, ts, source, message_id, scope, recorded_at"
 )
@@ -43,6 +45,7 @@ TURN_COLUMNS = (
 PENDING_FLAG = "vectors_pending"
 """The ``db_meta`` key set while some row waits for its vector."""
 
+# Every turn with the one before it in its session.
 TURN_EMBED_SQL = (
     "SELECT t.id, t.namespace, t.scope, t.speaker, t.text, p.speaker, p.text FROM turns t "
     "LEFT JOIN turns p ON p.namespace = t.namespace AND p.session = t.session "

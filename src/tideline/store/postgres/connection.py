@@ -1,8 +1,9 @@
 """The PostgreSQL connection: a psycopg 3 pool, short write transactions, migrations.
 
 The shared views write their SQL once, with SQLite's ``?`` placeholders
-(:mod:`tideline.store.dialect`); :class:`Conn` translates it for psycopg (``?`` →
-``%s`` outside quoted text, every ``%`` doubled) and caches the translation.
+(:mod:`tideline.store.dialect`); :class:`Conn` translates it for psycopg with
+:func:`translate` (``?`` → ``%s`` outside quoted text, every ``%`` doubled) and caches
+the translation.
 
 A write is one transaction at READ COMMITTED. What SQLite gets from its single writer
 (a read-check-write inside one transaction sees no other writer) is given here by row

@@ -340,7 +340,8 @@ def ensure_vector_index(db: Conn, dim: int) -> None:
         )
 
 
+# The append-only migrations, applied in order on open.
 MIGRATIONS: list[Callable[[Conn], None]] = [
     _m001_core, _m002_cognition, _m003_sleep, _m004_turn_identity,
 ]
-SCHEMA_VERSION = len(MIGRATIONS)
+SCHEMA_VERSION = len(MIGRATIONS)  # the version this Tideline writes
