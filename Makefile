@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: demo test lint bench stress clean e2e-tools
+.PHONY: demo test lint bench bench-backends stress clean e2e-tools
 
 $(VENV)/.stamp-base: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -68,6 +68,14 @@ bench: $(VENV)/.stamp-bench
 	$(PY) -m tideline.bench secrets
 	if [ -f $(LOCOMO)/turns.jsonl ]; then $(PY) -m tideline.bench locomo --data $(LOCOMO) \
 		--import-n 200; fi
+
+# SQLite and PostgreSQL side by side (docs/benchmarks.md): the embedded PostgreSQL server
+# comes with the dev extra; each benchmark starts its own and stops it after.
+bench-backends: $(VENV)/.stamp-dev
+	$(PY) -m tideline.bench recall --n 100000 --embedder hashing --queries 300 --runs 3 \
+		--backend sqlite,postgres
+	$(PY) -m tideline.bench writers --backend sqlite,postgres --writers 1,16 --count 200 --runs 3
+	$(PY) -m tideline.bench sleep --n 100000 --backend sqlite,postgres
 
 stress: $(VENV)/.stamp-dev
 	$(PY) -m pytest -q -m stress

@@ -1,13 +1,17 @@
-"""The facade end to end on a real SQLite store: write path, recall path, edits."""
+"""The facade end to end on a real store, on each backend: write path, recall path, edits."""
 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import pytest
+from tests.backend import Backend, rows, run
 
 from tideline import InputTooLarge, InvalidInput, Memory, NotFound
 from tideline.errors import Conflict
+
+pytestmark = pytest.mark.backends
 
 
 def test_remember_gate_decisions(mem: Memory) -> None:
@@ -208,12 +212,13 @@ def test_recall_validates(mem: Memory) -> None:
     assert mem.recall("   ").abstained
 
 
-def test_namespaces_are_separate(store_dir) -> None:
+def test_namespaces_are_separate(store_dir: Path, backend: Backend) -> None:
     from tests.conftest import hashing
 
-    with Memory.open(store_dir, namespace="a", embedder=hashing()) as a:
+    with backend.open(store_dir, namespace="a", embedder=hashing()) as a:
         a.remember("alpha secret plan for the garden")
-    with Memory.open(store_dir, namespace="b", embedder=hashing()) as b:
+    with backend.open(store_dir, namespace="b", embedder=hashing()) as b:
+        backend.check(b)
         assert b.recall("alpha secret plan", abstain=False).items == ()
         assert b.introspect()["memories"] == 0
 
@@ -223,16 +228,14 @@ def test_journal_and_attention(mem: Memory) -> None:
     mem.recall("vegetarian food Leipzig")
     kinds = [e["kind"] for e in mem.events(limit=10)]
     assert "recall" in kinds and "write" in kinds
-    rows = mem.store.db.conn.execute("SELECT memory_id FROM attention_log").fetchall()
-    assert (a.id,) in rows
+    assert (a.id,) in rows(mem, "SELECT memory_id FROM attention_log")
 
 
 def test_retention_is_in_the_score(mem: Memory) -> None:
     fresh = mem.remember("the blue notebook holds the kiln recipes")
     stale = mem.remember("the red notebook holds the kiln recipes")
-    with mem.store.transaction() as c:
-        c.execute("UPDATE memories SET last_access = ?, stability = 1 WHERE id = ?",
-                  (time.time() - 60 * 86400, stale.id))
+    run(mem, "UPDATE memories SET last_access = ?, stability = 1 WHERE id = ?",
+        (time.time() - 60 * 86400, stale.id))
     items = mem.recall("notebook kiln recipes").items
     order = [i.id for i in items]
     assert order.index(fresh.id) < order.index(stale.id)

@@ -14,18 +14,20 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.backend import Backend, run
 from tests.conftest import hashing
 
 from tideline import Memory
 from tideline.config import Config
 from tideline.errors import InvalidInput
 
+pytestmark = pytest.mark.backends
+
 TEXT = "the atlas loader needs the region column mapped in schema.yaml"
 
 
 def backdate_keys(mem: Memory, seconds: float) -> None:
-    with mem.store.db.write() as c:
-        c.execute("UPDATE write_keys SET created_at = created_at - ?", (seconds,))
+    run(mem, "UPDATE write_keys SET created_at = created_at - ?", (seconds,))
 
 
 def test_remember_twice_later_potentiates(mem: Memory) -> None:
@@ -82,9 +84,10 @@ def test_retry_window_setting(monkeypatch: pytest.MonkeyPatch) -> None:
             Config.load(write_retry_window_s=bad)
 
 
-def test_zero_window_makes_every_restatement_count(tmp_path: Path) -> None:
+def test_zero_window_makes_every_restatement_count(tmp_path: Path, backend: Backend) -> None:
     cfg = dataclasses.replace(Config.load(home=tmp_path / "s"), write_retry_window_s=0.0)
     with Memory.open(config=cfg, embedder=hashing(), project="global") as mem:
+        backend.check(mem)
         ids = {mem.remember(TEXT).id for _ in range(3)}
         assert len(ids) == 1 and mem.get(ids.pop()).reinforcements == 2
 
@@ -94,17 +97,19 @@ TEXTS = ("the atlas loader needs the region column mapped",
          "orchard 2.5 ships with traditional chinese strings")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(st.lists(st.tuples(st.integers(0, len(TEXTS) - 1), st.integers(0, 1500)),
                 min_size=1, max_size=12))
 def test_replay_iff_within_the_window_of_the_last_counted_write(
-    ops: list[tuple[int, int]],
+    backend: Backend, ops: list[tuple[int, int]],
 ) -> None:
     """Model check: a write replays exactly when the same content was last *counted*
     (not replayed) at most ``window`` seconds before; every counted restatement adds
     one reinforcement; no content is ever stored twice."""
     with tempfile.TemporaryDirectory() as tmp, \
-            Memory.open(Path(tmp) / "s", embedder=hashing(), project="global") as mem:
+            backend.open(Path(tmp) / "s", url=backend.fresh(), embedder=hashing(),
+                         project="global") as mem:
         window = mem.config.write_retry_window_s
         now = 1_900_000_000.0
         last: dict[int, float] = {}

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.backend import run_all, scalar
 from tests.conftest import hashing
 from tests.mcp.conftest import run_with, text_of
 
@@ -147,13 +148,14 @@ def test_mcp_refuses_it_with_a_typed_error(mem: Memory) -> None:
 
 def _poison(mem: Memory) -> None:
     """What today's code let in, written with raw SQL: impossible times in every column."""
-    c = mem.store.db.conn
-    c.execute("UPDATE memories SET event_time = 1e20 WHERE id = 1")
-    c.execute("UPDATE memories SET event_time = -1e300 WHERE id = 2")
-    c.execute("UPDATE memories SET event_time = 9e999, last_access = 1e300 WHERE id = 3")
-    c.execute("UPDATE turns SET ts = 1e20 WHERE message_id = 't1'")
-    c.execute("UPDATE turns SET ts = 'soon' WHERE message_id = 't2'")
-    c.execute("UPDATE turns SET ts = -9e999 WHERE message_id = 't3'")
+    # SQLite only: its loose column types let a text time in, PostgreSQL's refuse it.
+    run_all(mem, [("UPDATE memories SET event_time = 1e20 WHERE id = 1", ()),
+                  ("UPDATE memories SET event_time = -1e300 WHERE id = 2", ()),
+                  ("UPDATE memories SET event_time = 9e999, last_access = 1e300 WHERE id = 3",
+                   ()),
+                  ("UPDATE turns SET ts = 1e20 WHERE message_id = 't1'", ()),
+                  ("UPDATE turns SET ts = 'soon' WHERE message_id = 't2'", ()),
+                  ("UPDATE turns SET ts = -9e999 WHERE message_id = 't3'", ())])
 
 
 def _seed(home: Path) -> None:
@@ -225,11 +227,9 @@ def test_doctor_reports_impossible_times_and_repair_fixes_them(tmp_path: Path) -
         assert "times:7" in fixed["repaired"]
         assert set(fixed["checks"]["times"].values()) == {0}
         assert mem.doctor()["ok"]
-        c = mem.store.db.conn
-        assert c.execute("SELECT count(*) FROM memories WHERE event_time IS NOT NULL"
-                         ).fetchone()[0] == 0
-        assert c.execute("SELECT last_access FROM memories WHERE id = 3").fetchone()[0] == MAX_TS
-        assert c.execute("SELECT count(*) FROM turns WHERE ts IS NOT NULL").fetchone()[0] == 0
+        assert scalar(mem, "SELECT count(*) FROM memories WHERE event_time IS NOT NULL") == 0
+        assert scalar(mem, "SELECT last_access FROM memories WHERE id = 3") == MAX_TS
+        assert scalar(mem, "SELECT count(*) FROM turns WHERE ts IS NOT NULL") == 0
         assert mem.introspect()["memories"] == 3 and mem.introspect()["turns"] == 3
         event = mem.events(kinds=["doctor_times"])[0]["data"]
         assert event["rows"] == 7

@@ -211,6 +211,9 @@ class Config:
             calls it ``AGENT_NAME``; here ``$TIDELINE_AGENT_NAME``.
         known_persons: people recall resolves names and short forms to, beside the
             speakers of stored turns (``TIDELINE_KNOWN_PERSONS``, comma-separated).
+        database: a ``postgresql://`` URL to keep the memory in (``$TIDELINE_DATABASE_URL``);
+            None keeps it in the SQLite file of ``home``. With a database, ``home`` is
+            this host's local state (caches) only.
     """
 
     home: Path = field(default_factory=default_home)
@@ -228,6 +231,7 @@ class Config:
     """After an embedder failure, recall and writes skip it for this long (full text
     meanwhile), so a down endpoint costs one timeout per interval, not one per call."""
     known_persons: tuple[str, ...] = ()
+    database: str | None = None
     caps: Caps = field(default_factory=Caps)
     recall: RecallTuning = field(default_factory=RecallTuning)
     dynamics: Dynamics = field(default_factory=Dynamics)
@@ -265,6 +269,8 @@ class Config:
                                                     "TIDELINE_WRITE_RETRY_WINDOW_S")
         if env.get("TIDELINE_AGENT_NAME"):
             values["agent_name"] = env["TIDELINE_AGENT_NAME"]
+        if env.get("TIDELINE_DATABASE_URL"):
+            values["database"] = env["TIDELINE_DATABASE_URL"]
         if env.get("TIDELINE_KNOWN_PERSONS"):
             values["known_persons"] = tuple(
                 p.strip() for p in env["TIDELINE_KNOWN_PERSONS"].split(",") if p.strip())

@@ -116,6 +116,7 @@ class Memory:
         embedder: str | Embedder | None = None,
         project: str | None = None,
         config: Config | None = None,
+        database: str | None = None,
     ) -> Memory:
         """Open (or create) a store.
 
@@ -130,6 +131,8 @@ class Memory:
                 (:func:`tideline.project.detect_project`: ``$TIDELINE_PROJECT``, the
                 client's project directory, the git work tree, the directory).
             config: a full config; the other arguments override it.
+            database: a ``postgresql://`` URL to keep the memory in (default
+                ``$TIDELINE_DATABASE_URL``); ``home`` is then this host's local state.
 
         Returns:
             The opened memory.
@@ -142,6 +145,7 @@ class Memory:
         clean_instance(home, (str, os.PathLike), "home", "a directory path")
         clean_instance(embedder, (str, Embedder), "embedder", "an embedder name or instance")
         clean_instance(project, str, "project", "a project name")
+        clean_instance(database, str, "database", "a postgresql:// URL")
         if home is not None:
             clean_paths([home], "home")
         cfg = config or Config.load()
@@ -152,12 +156,14 @@ class Memory:
             overrides["namespace"] = clean_name(namespace, "namespace", cfg.caps)
         if isinstance(embedder, str):
             overrides["embedder"] = embedder
+        if database is not None:
+            overrides["database"] = database
         if overrides:
             cfg = dataclasses.replace(cfg, **overrides)
         clean_name(cfg.namespace, "namespace", cfg.caps)
         stored = None
         if embedder is None and config is None and not os.environ.get("TIDELINE_EMBEDDER"):
-            stored = peek_meta(cfg.home, "embedder")
+            stored = peek_meta(cfg.home, "embedder", database=cfg.database)
         if stored is not None:
             instance = embedder_from_marker(stored)
         elif embedder is None or isinstance(embedder, str):
@@ -669,10 +675,11 @@ class Memory:
                               progress=progress)
 
     def migrate(self, to: str | Path, *, progress: Progress | None = None) -> dict[str, Any]:
-        """Copy the whole store (every namespace) into an empty store directory, verified.
+        """Copy the whole store (every namespace) into an empty store directory or an
+        empty PostgreSQL database (``postgresql://…``), verified.
 
         Raises:
-            BackendUnavailable: ``to`` is a database URL (only directories for now).
+            BackendUnavailable: ``to`` is a URL of a database with no backend here.
             InvalidInput: ``to`` is this store or already holds data.
             UnsafePath: ``to`` or one of its parents is a symlink.
         """
@@ -1284,7 +1291,7 @@ def open_for_import(home: Path | None, namespace: str | None, embedder: str | No
 
     cfg = Config.load(**({"home": Path(home).expanduser()} if home is not None else {}))
     if (embedder is None and not os.environ.get("TIDELINE_EMBEDDER")
-            and peek_meta(cfg.home, "embedder") is None):
+            and peek_meta(cfg.home, "embedder", database=cfg.database) is None):
         head = ArchiveReader(Path(path), SCHEMA_VERSION).read_header()
         return Memory.open(cfg.home, namespace=namespace,
                            embedder=embedder_from_marker(head.embedder))

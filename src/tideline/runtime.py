@@ -107,7 +107,7 @@ class Runtime:
         """
         if store is None:
             store = open_store(
-                config.home, config.namespace, embedder.marker,
+                config.home, config.namespace, embedder.marker, database=config.database,
                 busy_timeout_ms=config.busy_timeout_ms, retries=config.busy_retries,
             )
         opened = store

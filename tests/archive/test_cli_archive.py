@@ -49,7 +49,7 @@ def test_cli_errors_are_one_line_with_their_codes(tmp_path: Path) -> None:
     run("remember", "Ana prefers tea", "--store", a)
     archive = tmp_path / "a.jsonl"
     run("export", str(archive), "--store", a)
-    bad = run("migrate", "--to", "postgresql://db/tideline", "--store", a, code=15)
+    bad = run("migrate", "--to", "postgresql://127.0.0.1:1/tideline", "--store", a, code=15)
     assert bad.stderr.startswith("tideline: error: backend_unavailable:")
     assert bad.stderr.count("\n") == 1
     tampered = tmp_path / "t.jsonl"

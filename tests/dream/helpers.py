@@ -10,6 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.backend import rows
+
 from tideline import Memory
 from tideline.dream.providers import AnthropicProvider, OpenAIProvider
 from tideline.dream.settings import DreamSettings
@@ -113,12 +115,11 @@ def settings(**kw: Any) -> DreamSettings:
 def dump(mem: Memory) -> dict[str, list[tuple[Any, ...]]]:
     """Every row a dream could change: memories, edges, profiles, self-concept, threads."""
     out: dict[str, list[tuple[Any, ...]]] = {}
-    with mem.store.db.read() as c:
-        for table, order in (("memories", "id"), ("edges", "src, dst, type"),
-                             ("profiles", "entity, facet"), ("self_concept", "facet"),
-                             ("threads", "id"), ("vectors", "space, key"),
-                             ("write_keys", "key")):
-            out[table] = [tuple(r) for r in c.execute(f"SELECT * FROM {table} ORDER BY {order}")]
+    for table, order in (("memories", "id"), ("edges", "src, dst, type"),
+                         ("profiles", "entity, facet"), ("self_concept", "facet"),
+                         ("threads", "id"), ("vectors", "space, key"),
+                         ("write_keys", "key")):
+        out[table] = rows(mem, f"SELECT * FROM {table} ORDER BY {order}")  # noqa: S608
     return out
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.backend import scalar
 from tests.conftest import TEST_PROFILE, hashing
 
 from tideline import Memory
@@ -94,11 +95,11 @@ def _open(store: Path, ep: Endpoint) -> Memory:
 
 
 def _vector_rows(mem: Memory) -> tuple[int, int, int]:
-    with mem.store.db.read() as c:
-        return (int(c.execute("SELECT count(*) FROM memories").fetchone()[0])
-                + int(c.execute("SELECT count(*) FROM turns").fetchone()[0]),
-                int(c.execute("SELECT count(*) FROM vectors").fetchone()[0]),
-                pending.count(c))
+    with mem.store.db.read() as c:  # pending.count is the store's own view of the log
+        waiting = pending.count(c)
+    return (int(scalar(mem, "SELECT count(*) FROM memories"))
+            + int(scalar(mem, "SELECT count(*) FROM turns")),
+            int(scalar(mem, "SELECT count(*) FROM vectors")), waiting)
 
 
 def test_http_embedder_down_mid_run_degrades_and_heals(tmp_path: Path, endpoint: Endpoint) -> None:

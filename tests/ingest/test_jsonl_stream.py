@@ -2,6 +2,8 @@
 
 Issue 9, items 3 and 4: a file over 10,000 lines was refused whole; parallel imports gave
 one index to several turns. Real processes, a real SQLite file, the hashing embedder.
+
+SQLite only (tests/backend.py): it reads the file read-only while imports write it.
 """
 
 from __future__ import annotations

@@ -7,7 +7,6 @@ read outside the write transaction.
 from __future__ import annotations
 
 import json
-import sqlite3
 import tempfile
 from collections.abc import Sequence
 from itertools import count
@@ -17,10 +16,13 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.backend import Backend, run
 from tests.conftest import hashing
 
 from tideline import Memory
-from tideline.errors import InvalidInput
+from tideline.errors import InvalidInput, StoreError
+
+pytestmark = pytest.mark.backends
 
 
 def _write(path: Path, rows: Sequence[dict[str, Any]]) -> Path:
@@ -106,10 +108,10 @@ def test_an_explicit_turn_index_is_checked_then_ignored(mem: Memory) -> None:
 
 def test_the_store_refuses_two_turns_in_one_place(mem: Memory) -> None:
     mem.add_turns([{"session": "s", "text": "a"}])
-    with sqlite3.connect(mem.store.db.path) as raw, pytest.raises(sqlite3.IntegrityError):
-        raw.execute("INSERT INTO turns(namespace, scope, session, turn_index, speaker, role, "
-                    "text, source, message_id, recorded_at) "
-                    "VALUES ('default', 'global', 's', 0, 'x', 'user', 'b', 'api', 'b', 0)")
+    with pytest.raises(StoreError):
+        run(mem, "INSERT INTO turns(namespace, scope, session, turn_index, speaker, role, "
+                 "text, source, message_id, recorded_at) "
+                 "VALUES ('default', 'global', 's', 0, 'x', 'user', 'b', 'api', 'b', 0)")
 
 
 def test_batch_ids_name_every_turn_of_the_batch(mem: Memory) -> None:
@@ -140,7 +142,7 @@ _turn = st.fixed_dictionaries({
 @given(turns=st.lists(_turn, min_size=1, max_size=30), cut=st.integers(0, 30),
        batch=st.integers(1, 8))
 def test_prefix_then_whole_file_then_again_stores_each_turn_once_in_order(
-    turns: list[dict[str, Any]], cut: int, batch: int,
+    backend: Backend, turns: list[dict[str, Any]], cut: int, batch: int,
 ) -> None:
     """Any id-less file, imported in part (a killed or earlier import), then whole, then
     whole again, in any batch size: every turn stored once, in file order, indexes
@@ -151,7 +153,7 @@ def test_prefix_then_whole_file_then_again_stores_each_turn_once_in_order(
         root = Path(tmp)
         part = _write(root / "part.jsonl", rows[:cut])
         whole = _write(root / "whole.jsonl", rows)
-        with Memory.open(root / "store", embedder=hashing()) as mem:
+        with backend.open(root / "store", url=backend.fresh(), embedder=hashing()) as mem:
             mem.import_jsonl(part, batch=batch)
             mem.import_jsonl(whole, batch=batch)
             assert mem.import_jsonl(whole, batch=batch)["inserted"] == 0

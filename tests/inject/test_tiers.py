@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.backend import rows
 
 from tideline import Memory
 from tideline.inject.budget import estimate_tokens
@@ -191,18 +192,16 @@ def test_prefetch_t1_and_t4_with_journal(atlas: Memory) -> None:
     assert len([i for i in t1.items if i["type"] == "memory"]) >= 2
     assert not t4.items and "not needed" in t4.note
     assert "orchard" not in res.text
-    rows = atlas.store.db.conn.execute(
-        "SELECT tier, count(*) FROM attention_log GROUP BY tier").fetchall()
-    assert dict(rows).get("T1", 0) >= 2
+    tiers = rows(atlas, "SELECT tier, count(*) FROM attention_log GROUP BY tier")
+    assert dict(tiers).get("T1", 0) >= 2
     # A floor no hit reaches: T1 is empty, so T4 (full hybrid recall) steps in.
     atlas.inject_tuning = InjectTuning(t1_floor=0.999)
     res = atlas.inject_prefetch("E1234")
     assert not res.tier("T1").items  # type: ignore[union-attr]
     t4 = res.tier("T4")
     assert t4 is not None and t4.items and "E1234" in res.text
-    rows = dict(atlas.store.db.conn.execute(
-        "SELECT tier, count(*) FROM attention_log GROUP BY tier").fetchall())
-    assert rows.get("T4", 0) >= 1
+    tiers = rows(atlas, "SELECT tier, count(*) FROM attention_log GROUP BY tier")
+    assert dict(tiers).get("T4", 0) >= 1
     events = [e["data"]["tier"] for e in atlas.events(kinds=["recall"], limit=10)]
     assert "T1" in events and "T4" in events
 

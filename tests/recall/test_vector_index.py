@@ -1,4 +1,7 @@
-"""Tests of the derived vector index against a real SQLite-backed change log."""
+"""Tests of the derived vector index against a real SQLite-backed change log.
+
+SQLite only (tests/backend.py): the local ANN file; PostgreSQL searches pgvector HNSW.
+"""
 
 from __future__ import annotations
 

@@ -2,6 +2,9 @@
 
 Each test prints one JSON line of figures. The quick tier runs in CI; the ``stress``
 marker runs the long versions (``make stress``).
+
+SQLite only (tests/backend.py): kill -9 against one file, its page limit as a full disk,
+the file copy of a backup; many writers on PostgreSQL: tests/store/test_hosts.py.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.backend import rows, scalar, sqlite_conn
 from tests.conftest import hashing
 
 from tideline import Memory, StoreFull, TidelineError
@@ -59,11 +63,9 @@ def _kill_cycles(tmp_path: Path, cycles: int) -> dict[str, object]:
         start = len(done) + 50  # keys the killed process may have committed unacked are skipped
     acked = set(acks.read_text().split())
     with Memory.open(home, embedder=hashing()) as mem:
-        keys = {r[0] for r in mem.store.db.conn.execute(
-            "SELECT key FROM write_keys").fetchall()}
+        keys = {r[0] for r in rows(mem, "SELECT key FROM write_keys")}
         memories = mem.introspect()["memories"]
-        duplicates = mem.store.db.conn.execute(
-            "SELECT count(*) - count(DISTINCT gesture) FROM memories").fetchone()[0]
+        duplicates = scalar(mem, "SELECT count(*) - count(DISTINCT gesture) FROM memories")
         doctor = mem.doctor(repair=True)
         # A retry of every acknowledged write is a no-op.
         replays = sum(mem.remember(f"fact number {k[1:]} about the {int(k[1:]) % 17}th heron "
@@ -135,12 +137,13 @@ def test_fuzz_stress(mem: Memory) -> None:
 
 def test_disk_full_is_typed_and_nothing_half_written(mem: Memory) -> None:
     keep = mem.remember("a memory written before the disk filled up").id
-    pages = mem.store.db.conn.execute("PRAGMA page_count").fetchone()[0]
-    mem.store.db.conn.execute(f"PRAGMA max_page_count = {pages + 1}")
+    conn = sqlite_conn(mem)  # SQLite's page limit stands in for a full disk
+    pages = conn.execute("PRAGMA page_count").fetchone()[0]
+    conn.execute(f"PRAGMA max_page_count = {pages + 1}")
     with pytest.raises(StoreFull):
         for i in range(200):
             mem.remember(f"filler {i} " + "lorem ipsum dolor sit amet " * 200)
-    mem.store.db.conn.execute("PRAGMA max_page_count = 1073741823")
+    conn.execute("PRAGMA max_page_count = 1073741823")
     assert mem.get(keep).gesture.startswith("a memory written")
     report = mem.doctor()
     print(json.dumps({"test": "disk_full", "doctor_ok": report["ok"],
@@ -190,7 +193,7 @@ def test_many_writers_stress(tmp_path: Path) -> None:
     errors = sum(len(e) for _, _, e in results)
     acked = sum(a for _, a, _ in results)
     with Memory.open(home, embedder=hashing()) as mem:
-        keys = mem.store.db.conn.execute("SELECT count(*) FROM write_keys").fetchone()[0]
+        keys = scalar(mem, "SELECT count(*) FROM write_keys")
         ok = mem.doctor()["ok"]
     print(json.dumps({"test": "writers_8x300", "acked": acked, "rows": keys,
                       "lost": acked - keys, "errors": errors, "seconds": round(time.time() - t0),

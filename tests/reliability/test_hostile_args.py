@@ -68,7 +68,7 @@ VALID: dict[str, Any] = {
     "answer": "{}", "dry_run": True, "force": False, "settings": None, "only": "scan",
     "wait_s": 0.0, "layers": None, "provider": None, "model": None, "url": None,
     "command": None, "embedder": "hashing", "info": ProjectInfo("atlas", "explicit", "atlas"),
-    "home": None, "namespace": None, "config": None,
+    "home": None, "namespace": None, "config": None, "database": None,
     "all_namespaces": False, "format": "jsonl", "vectors": True, "reembed": False,
     "batch": 100, "to": "migrated",
 }

@@ -6,6 +6,8 @@ import json
 import random
 
 import numpy as np
+from tests.backend import rows as fetch_rows
+from tests.backend import scalar
 
 from tideline import Memory
 from tideline.recall.routing import ClusterRouter
@@ -32,11 +34,9 @@ def populate(mem: Memory, per: int = 12, scope: str | None = None) -> dict[str, 
 
 
 def memberships(mem: Memory) -> dict[int, list[tuple[int, int, float]]]:
-    with mem.store.db.read() as c:
-        rows = c.execute("SELECT memory_id, rank, cluster_id, similarity FROM emb_members "
-                         "ORDER BY memory_id, rank").fetchall()
     out: dict[int, list[tuple[int, int, float]]] = {}
-    for m, r, k, s in rows:
+    for m, r, k, s in fetch_rows(mem, "SELECT memory_id, rank, cluster_id, similarity "
+                                "FROM emb_members ORDER BY memory_id, rank"):
         out.setdefault(int(m), []).append((int(r), int(k), float(s)))
     return out
 
@@ -73,8 +73,7 @@ def test_each_memory_sits_in_its_three_nearest_clusters(mem: Memory) -> None:
             for j in range(i + 1, 3):
                 shared[(ks[i], ks[j])] = shared.get((ks[i], ks[j]), 0) + 1
     assert {(a, b): n for a, b, n in adj} == shared
-    with mem.store.db.read() as c:
-        both = c.execute("SELECT count(*) FROM emb_adjacency").fetchone()[0]
+    both = scalar(mem, "SELECT count(*) FROM emb_adjacency")
     assert both == 2 * len(adj)
 
 
@@ -134,12 +133,11 @@ def test_attention_logs_clusters_and_the_heatmap_finds_deserts(mem: Memory) -> N
     mem.sleep()
     for _ in range(4):
         mem.recall("violin cello concert")
-    with mem.store.db.read() as c:
-        rows = c.execute("SELECT cluster FROM attention_log ORDER BY id").fetchall()
-    assert rows and all(r[0] is not None for r in rows)  # early rows back-filled by sleep
+    logged = fetch_rows(mem, "SELECT cluster FROM attention_log ORDER BY id")
+    assert logged and all(r[0] is not None for r in logged)  # early rows back-filled by sleep
     heat = mem.attention_heatmap(top=50)
     json.dumps(heat)
-    assert heat["total_hits"] == len(rows) and heat["unclustered_hits"] == 0
+    assert heat["total_hits"] == len(logged) and heat["unclustered_hits"] == 0
     lit = heat["lit"][0]
     assert lit["hits"] >= 4 and lit["heat"] == 1.0
     assert any(w in lit["label"] for w in ("violin", "cello", "concert", "music"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from tests.backend import run_all
 from tests.sleep.conftest import DAY, age, statuses
 
 from tideline import Memory
@@ -36,9 +37,9 @@ def test_decay_makes_dormant_never_deletes_and_reinforcement_revives(mem: Memory
 def test_sleep_promotes_and_revives_by_the_numbers(mem: Memory) -> None:
     a = mem.remember("the on-call rotation changes on mondays").id
     b = mem.remember("grafana dashboards live in the ops folder").id
-    with mem.store.db.write() as c:  # e.g. promote_after was lowered in the config
-        c.execute("UPDATE memories SET reinforcements = 3 WHERE id = ?", (a,))
-        c.execute("UPDATE memories SET status = 'dormant' WHERE id = ?", (b,))
+    run_all(mem, [  # e.g. promote_after was lowered in the config
+        ("UPDATE memories SET reinforcements = 3 WHERE id = ?", (a,)),
+        ("UPDATE memories SET status = 'dormant' WHERE id = ?", (b,))])
     res = mem.sleep()
     dyn = res["steps"]["dynamics"]
     assert dyn["promoted"] == 1 and dyn["revived"] == 1

@@ -1,4 +1,7 @@
-"""A store written before sleep existed (schema v2) migrates to v3 and sleeps."""
+"""A store written before sleep existed (schema v2) migrates to v3 and sleeps.
+
+SQLite only (tests/backend.py): a v2 store exists only as an SQLite file.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sleep never loses or hard-deletes a memory, whatever happened before it."""
+"""Sleep never loses or hard-deletes a memory, whatever happened before it (each backend)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import tempfile
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.backend import Backend, rows
 from tests.conftest import hashing
 
 from tideline import Config, Memory
@@ -30,17 +32,21 @@ turns = st.tuples(st.just("turns"), st.lists(st.sampled_from(WORDS), min_size=2,
                   st.sampled_from(["global", "atlas"]))
 sleep = st.tuples(st.just("sleep"), st.sampled_from([None, *STEPS]), st.booleans(),
                   st.sampled_from([0.0, 0.0, 2.0, 40.0, 400.0]))
+pytestmark = pytest.mark.backends
+
 ops = st.lists(st.one_of(write, write, recall, recall, reflect, turns, sleep), min_size=5,
                max_size=30)
 
 
 @settings(max_examples=30, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
 @given(ops)
-def test_random_histories_never_lose_a_memory(history: list[tuple]) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
+def test_random_histories_never_lose_a_memory(backend: Backend, history: list[tuple]) -> None:
+    with tempfile.TemporaryDirectory() as tmp, backend.environ(backend.fresh()):
         cfg = Config.load(home=Path(tmp), backups_keep=1)
         mem = Memory.open(config=cfg, embedder=hashing())
+        backend.check(mem)
         try:
             written: set[int] = set()
             n = 0
@@ -78,6 +84,5 @@ def test_random_histories_never_lose_a_memory(history: list[tuple]) -> None:
 
 
 def _rows(mem: Memory) -> dict[int, tuple[str, str, str, str]]:
-    with mem.store.db.read() as c:
-        return {int(i): (g, ctx, sc, st_) for i, g, ctx, sc, st_ in c.execute(
-            "SELECT id, gesture, context, scope, status FROM memories")}
+    return {int(i): (g, ctx, sc, st_) for i, g, ctx, sc, st_ in rows(
+        mem, "SELECT id, gesture, context, scope, status FROM memories")}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from tests.backend import scalar
 from tests.sleep.conftest import DAY, co_recall
 
 from tideline import Memory
@@ -68,8 +69,7 @@ def test_recalls_and_sleep_make_directed_edges_and_clear_eligibility(mem: Memory
     assert abs(co_recall(mem)[(a, b)] - edges[(a, b)]) < 1e-4  # only seconds of decay
     later = run_sleep(mem._rt, now=time.time() + 3600, force=True)["steps"]["plasticity"]
     assert later["eligibility_cleared"] == 6
-    with mem.store.db.read() as conn:
-        assert conn.execute("SELECT count(*) FROM eligibility").fetchone()[0] == 0
+    assert scalar(mem, "SELECT count(*) FROM eligibility") == 0
 
 
 def test_edges_decay_and_weak_ones_are_pruned_memories_stay(mem: Memory) -> None:

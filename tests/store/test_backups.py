@@ -2,6 +2,8 @@
 
 Reproducer: ten full copies were kept with no size bound (507 MB of backups for a
 53 MB store). Real stores, real sleeps, real files on disk.
+
+SQLite only (tests/backend.py): backups are copies of the SQLite file.
 """
 
 from __future__ import annotations

@@ -2,6 +2,8 @@
 
 Real files throughout: the store is written, its database truncated or deleted with
 the file system, and every surface (API, CLI, hook) opened on it as a user would.
+
+SQLite only (tests/backend.py): the damage is done to the database file itself.
 """
 
 from __future__ import annotations

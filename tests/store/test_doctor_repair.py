@@ -3,6 +3,8 @@
 Issue 9 item 7: with the tail of the database file truncated inside a full-text page,
 doctor reported "fts repaired" while the check failed on every later run, and its
 report showed the checks from before the repair.
+
+SQLite only (tests/backend.py): it damages FTS5 pages and tables of the file.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Tests for tideline.text and tideline.store.sqlite.fts against real SQLite FTS5 tables."""
+"""Tests for tideline.text and tideline.store.sqlite.fts against real SQLite FTS5 tables.
+
+SQLite only (tests/backend.py): the FTS5 expression syntax; PostgreSQL builds tsqueries
+from the same terms.
+"""
 
 from __future__ import annotations
 

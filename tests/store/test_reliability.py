@@ -1,13 +1,17 @@
-"""Reliability on real SQLite files: concurrent processes, migrations, re-embedding, doctor."""
+"""Reliability on real stores: concurrent processes, migrations, re-embedding, doctor.
+
+The two tests of processes sharing a store run on each backend (``backends`` marker); the
+rest are SQLite-only: migrations of old SQLite files, the FTS5 tables, the local index file.
+"""
 
 from __future__ import annotations
 
 import json
 import multiprocessing as mp
-import sqlite3
 from pathlib import Path
 
 import pytest
+from tests.backend import Backend, run_all, scalar, sqlite_file
 from tests.conftest import hashing
 
 from tideline import EmbedderMismatch, Memory, StoreCorrupt
@@ -35,9 +39,10 @@ def _writer(home: str, worker: int, count: int, out: mp.Queue) -> None:
     out.put((worker, acked, errors))
 
 
-def test_concurrent_processes_lose_nothing(tmp_path: Path) -> None:
+@pytest.mark.backends
+def test_concurrent_processes_lose_nothing(tmp_path: Path, backend: Backend) -> None:
     home = tmp_path / "s"
-    Memory.open(home, embedder=hashing()).close()
+    Memory.open(home, embedder=hashing()).close()  # TIDELINE_DATABASE_URL names the backend
     ctx = mp.get_context("spawn")
     out: mp.Queue = ctx.Queue()
     workers, count = 4, 40
@@ -50,7 +55,7 @@ def test_concurrent_processes_lose_nothing(tmp_path: Path) -> None:
     errors = [e for _, _, errs in results for e in errs]
     acked = sum(a for _, a, _ in results)
     with Memory.open(home, embedder=hashing()) as mem:
-        keys = mem.store.db.conn.execute("SELECT count(*) FROM write_keys").fetchone()[0]
+        keys = scalar(mem, "SELECT count(*) FROM write_keys")
         doctor = mem.doctor()
         turns = mem.introspect()["turns"]
     print(json.dumps({"acked": acked, "keys": keys, "errors": len(errors), "turns": turns}))
@@ -60,9 +65,11 @@ def test_concurrent_processes_lose_nothing(tmp_path: Path) -> None:
     assert doctor["ok"], doctor
 
 
-def test_index_stays_current_across_processes(tmp_path: Path) -> None:
+@pytest.mark.backends
+def test_index_stays_current_across_processes(tmp_path: Path, backend: Backend) -> None:
     home = tmp_path / "s"
     reader = Memory.open(home, embedder=hashing())
+    backend.check(reader)
     assert reader.recall("heron migration", abstain=False).items == ()
     ctx = mp.get_context("spawn")
     out: mp.Queue = ctx.Queue()
@@ -80,13 +87,10 @@ def test_index_stays_current_across_processes(tmp_path: Path) -> None:
 def test_migration_from_v1_with_safety_copy(tmp_path: Path) -> None:
     home = tmp_path / "s"
     home.mkdir()
-    conn = sqlite3.connect(home / "tideline.db", isolation_level=None)
-    conn.execute("BEGIN")
-    schema.MIGRATIONS[0](conn)
-    conn.execute("INSERT INTO db_meta VALUES ('schema_version', '1')")
-    conn.execute("INSERT INTO db_meta VALUES ('embedder', ?)", (hashing().marker,))
-    conn.execute("COMMIT")
-    conn.close()
+    with sqlite_file(home / "tideline.db") as conn:
+        schema.MIGRATIONS[0](conn)
+        conn.execute("INSERT INTO db_meta VALUES ('schema_version', '1')")
+        conn.execute("INSERT INTO db_meta VALUES ('embedder', ?)", (hashing().marker,))
     with Memory.open(home, embedder=hashing()) as mem:
         assert mem.store.db.migrated_from == 1
         assert mem.store.db.schema_version() == schema.SCHEMA_VERSION
@@ -94,8 +98,9 @@ def test_migration_from_v1_with_safety_copy(tmp_path: Path) -> None:
         mem.recall("migration")
     backups = list((home / "backups").glob("pre-migrate-v1-*.db"))
     assert len(backups) == 1
-    old = sqlite3.connect(backups[0])
-    assert old.execute("SELECT value FROM db_meta WHERE key='schema_version'").fetchone() == ("1",)
+    with sqlite_file(backups[0]) as old:
+        version = old.execute("SELECT value FROM db_meta WHERE key='schema_version'").fetchone()
+    assert version == ("1",)
 
 
 def test_newer_schema_refused(tmp_path: Path) -> None:
@@ -138,9 +143,8 @@ def test_embedder_mismatch_and_reembed(tmp_path: Path) -> None:
 def test_doctor_repairs_derived_data(mem: Memory) -> None:
     a = mem.remember("otters hold hands while sleeping").id
     mem.add_turns([{"session": "s", "role": "user", "text": "otters are cute", "id": "1"}])
-    with mem.store.transaction() as c:
-        c.execute("DELETE FROM memories_fts")
-        c.execute("DELETE FROM vectors WHERE space LIKE 'm:%'")
+    run_all(mem, [("DELETE FROM memories_fts", ()),
+                  ("DELETE FROM vectors WHERE space LIKE 'm:%'", ())])
     report = mem.doctor()
     assert not report["ok"] and "parity:vectors" in report["problems"]
     fixed = mem.doctor(repair=True)

@@ -2,7 +2,8 @@
 
 Issue 9 item 5 (``read_context`` ignored scope) and the "Scope on every read" rule of
 RELIABILITY.md: an id of another project is ``NotFound``, exactly as if it did not
-exist, on the Python API, the MCP tools, resources and prompts.
+exist, on the Python API, the MCP tools, resources and prompts. On each backend
+(tests/backend.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.backend import Backend
 from tests.conftest import hashing
 from tests.mcp.conftest import run_with, text_of
 
@@ -23,6 +25,8 @@ from tideline.project import ProjectInfo
 
 SCOPES = ("alpha", "beta", "gamma", "global")
 PROJECTS = ("alpha", "beta", "gamma")
+
+pytestmark = pytest.mark.backends
 WORDS = ("heron", "kiln", "otter", "comet", "E1234", "边界", "délai")
 READS = ("recall", "get", "show", "turns", "reflect", "revise", "forget", "ctx_memory",
          "ctx_query", "ctx_session")
@@ -151,7 +155,8 @@ def _mcp_reads(mem: Memory, reader: str, ids: list[int]) -> list[str]:
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(ops=st.lists(_op, min_size=1, max_size=30))
-def test_scope_isolation_property(tmp_path_factory: pytest.TempPathFactory, ops: list) -> None:
+def test_scope_isolation_property(tmp_path_factory: pytest.TempPathFactory, backend: Backend,
+                                  ops: list) -> None:
     """Random writes and reads from random projects: no read answers from another project.
 
     Covers recall, get, show, turns (source_links), reflect, revise, forget and the three
@@ -159,7 +164,8 @@ def test_scope_isolation_property(tmp_path_factory: pytest.TempPathFactory, ops:
     DREAM prompts and the read_context tool of each project.
     """
     home = tmp_path_factory.mktemp("iso")
-    with Memory.open(home, embedder=hashing()) as mem:
+    with backend.open(home, url=backend.fresh(), embedder=hashing()) as mem:
+        backend.check(mem)
         w = World(mem)
         for n, (op, scope, word, pick) in enumerate(ops):
             if op == "remember":

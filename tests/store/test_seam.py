@@ -175,7 +175,7 @@ def test_shared_views_are_portable_sql(name: str) -> None:
     text = (SRC / "store" / name).read_text()
     for banned in ("OR IGNORE", "OR REPLACE", "lastrowid", "json_extract", "json_each",
                    "PRAGMA", "sqlite_master", "total_changes", "rowid", "import sqlite3",
-                   "sqlite3.", "temp."):
+                   "sqlite3.", "temp.", "+namespace", "+scope"):
         assert banned not in text, (name, banned)
 
 

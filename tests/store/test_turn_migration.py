@@ -3,6 +3,8 @@
 The old code gave an id-less turn ``auto-`` + sha256(session, index, text)[:24] and read
 the index outside the write transaction; a store it wrote is rebuilt here on a real
 SQLite file (the shape schema 3 had), then opened by today's code.
+
+SQLite only (tests/backend.py): PostgreSQL stores begin at a later schema.
 """
 
 from __future__ import annotations

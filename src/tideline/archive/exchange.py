@@ -208,40 +208,53 @@ def _scratch(directory: Path) -> Iterator[Path]:
 def migrate_store(rt: Runtime, to: str, *, progress: Progress | None = None) -> dict[str, Any]:
     """Copy every namespace of ``rt``'s store into a fresh store at ``to``, and verify it.
 
-    The source is left as it was. The copy goes through the archive (so it is the same
-    path as export + import) and is then compared with the source row by row through
-    the archive's sha256.
+    ``to`` is an empty store directory or a ``postgresql://`` URL of a database that
+    holds no Tideline rows yet. The source is left as it was. The copy goes through the
+    archive (so it is the same path as export + import) and is then compared with the
+    source row by row through the archive's sha256.
 
     Raises:
-        BackendUnavailable: ``to`` is a database URL (no backend for it in this version).
+        BackendUnavailable: ``to`` is a URL of a database this Tideline has no backend for.
         InvalidInput: ``to`` is the source itself, or already holds data.
         UnsafePath: ``to`` or a parent is a symlink.
     """
-    if "://" in to:
+    from tideline.store.postgres import is_database_url, redact_url
+
+    if "://" in to and not is_database_url(to):
         scheme = to.split("://", 1)[0] or "?"
         raise BackendUnavailable(
             f"no {scheme!r} backend in this Tideline: `migrate --to` takes a store directory "
-            "for now (the PostgreSQL backend comes with issue 11)")
+            "or a postgresql:// URL")
     from tideline.runtime import Runtime
 
-    target = safe_dir(Path(to))
-    source = Path(os.path.abspath(rt.config.home))
-    if target == source or (source.exists() and os.path.samefile(target, source)):
-        raise InvalidInput("the migration target is the source store itself")
-    with _scratch(target) as tmp:
+    source_db = rt.config.database
+    source = redact_url(source_db) if source_db else str(Path(os.path.abspath(rt.config.home)))
+    if is_database_url(to):
+        if source_db is not None and source_db == to:
+            raise InvalidInput("the migration target is the source store itself")
+        cfg = dataclasses.replace(rt.config, database=to)
+        shown, scratch_dir = redact_url(to), safe_dir(rt.config.home)
+    else:
+        target = safe_dir(Path(to))
+        home = Path(os.path.abspath(rt.config.home))
+        if source_db is None and (target == home or (home.exists()
+                                                    and os.path.samefile(target, home))):
+            raise InvalidInput("the migration target is the source store itself")
+        cfg = dataclasses.replace(rt.config, home=target, database=None)
+        shown, scratch_dir = str(target), target
+    with _scratch(scratch_dir) as tmp:
         exported = export_archive(rt.store, tmp, namespace=None, vectors=True)
-        cfg = dataclasses.replace(rt.config, home=target)
         dest = Runtime.build(cfg, rt.embedder)
         try:
             with dest.store.archive_snapshot(None) as snap:
                 held = {t: snap.count(t) for t in TABLES if t != "db_meta"}
             if any(held.values()):
-                raise InvalidInput(f"{target} already holds a store with data; migrate "
-                                   "into an empty directory")
+                raise InvalidInput(f"{shown} already holds a store with data; migrate "
+                                   "into an empty one")
             imported = import_archive(dest.store, rt.embedder, tmp, progress=progress)
             digest = archive_digest(dest.store)
         finally:
             dest.close()
-    return {"from": str(source), "to": str(target), "counts": exported["counts"],
+    return {"from": source, "to": shown, "counts": exported["counts"],
             "rows": exported["rows"], "sha256": exported["sha256"],
             "inserted": imported["inserted"], "verified": digest == exported["sha256"]}

@@ -8,6 +8,11 @@ agreement with exact search (recall@10 of the index against a full scan, and the
 pipeline's recall@10 with the index against the same pipeline over a full scan), and
 peak RSS.
 
+``--backend sqlite,postgres`` runs every size on each backend in the same run, SQLite
+first as the baseline (see :mod:`tideline.bench.backends`), and prints one more line
+per size with PostgreSQL's figures beside SQLite's. ``--runs`` repeats the query pass and
+reports the median of the runs' percentiles.
+
 Bulk load inserts rows through the store's own insert (same tables, full-text and
 vector log) in large transactions but without the novelty gate — the synthetic
 facts are template siblings that a gate would rightly treat as near-duplicates.
@@ -29,13 +34,14 @@ from typing import Any
 
 import numpy as np
 
+from tideline.bench.backends import Place, machine, parse_backends, place
 from tideline.bench.synth import Fact, Query, generate
 from tideline.config import Config
 from tideline.embed import make_embedder
 from tideline.memory import Memory
 from tideline.models import MemoryRecord
 
-__all__ = ["bulk_load", "main", "run_size"]
+__all__ = ["bulk_load", "main", "run_size", "side_by_side"]
 
 
 def bulk_load(mem: Memory, facts: list[Fact], *, batch: int = 2_000,
@@ -65,11 +71,13 @@ def _percentile(values: list[float], q: float) -> float:
 
 def run_size(n: int, queries: int, embedder: str, *, gated_sample: int = 1_000,
              progress: bool = False, workdir: Path | None = None,
-             keep: Path | None = None) -> dict[str, Any]:
-    """Run the benchmark at one size and return its figures.
+             keep: Path | None = None, backend: str = "sqlite",
+             database: str | None = None, runs: int = 1) -> dict[str, Any]:
+    """Run the benchmark at one size on one backend and return its figures.
 
-    With ``keep`` the loaded store is kept in ``keep/<embedder>-<n>`` and reused by
-    later runs (loading 100k facts through e5 takes most of an hour on two cores),
+    With ``keep`` the loaded store is kept in ``keep/<embedder>-<n>`` (PostgreSQL:
+    ``keep/postgres-<embedder>-<n>``, the embedded server's data included) and reused
+    by later runs (loading 100k facts through e5 takes most of an hour on two cores),
     so only the queries are measured again; load figures then come from the first run.
     """
     facts, qs = generate(n, queries)
@@ -78,21 +86,27 @@ def run_size(n: int, queries: int, embedder: str, *, gated_sample: int = 1_000,
             base = Path(stack.enter_context(
                 tempfile.TemporaryDirectory(prefix="tideline-bench-", dir=workdir)))
         else:
-            base = keep / f"{embedder}-{n}"
+            base = keep / (f"{embedder}-{n}" if backend == "sqlite"
+                           else f"{backend}-{embedder}-{n}")
             base.mkdir(parents=True, exist_ok=True)
-        cfg = Config.load(home=base / "store", embedder=embedder)
+        where = stack.enter_context(place(backend, base, f"recall-{embedder}-{n}",
+                                          database=database, keep=keep is not None))
+        cfg = Config.load(home=where.home, embedder=embedder)
         emb = make_embedder(embedder)
         manifest = base / "loaded.json"
-        with Memory.open(cfg.home, embedder=emb, config=cfg, project="global") as mem:
+        with Memory.open(cfg.home, embedder=emb, config=cfg, project="global",
+                         **where.open_args()) as mem:
             reused = manifest.exists()
             if reused:
                 loaded = json.loads(manifest.read_text())
                 ids = {int(k): v for k, v in loaded.pop("ids").items()}
             else:
-                gated = _gated_throughput(base / "gated", emb, facts[:gated_sample])
+                gated = _gated_throughput(where, base / "gated", emb, facts[:gated_sample])
                 ids, load_s = bulk_load(mem, facts, progress=progress)
                 t0 = time.perf_counter()
-                mem.vectors.index("m", "global").save()
+                index = getattr(mem.vectors, "index", None)
+                if index is not None:  # SQLite's local ANN file (PostgreSQL's HNSW is live)
+                    index("m", "global").save()
                 loaded = {"bulk_load_per_s": round(n / load_s, 1),
                           "bulk_load_s": round(load_s, 1),
                           "index_build_s": round(time.perf_counter() - t0, 1),
@@ -100,18 +114,25 @@ def run_size(n: int, queries: int, embedder: str, *, gated_sample: int = 1_000,
                 if keep is not None:
                     manifest.write_text(json.dumps(loaded | {"ids": ids}))
             mem.recall("warm up the caches", include_turns=False, log=False)
-            result = _ask(mem, qs, ids)
+            passes = [_ask(mem, qs, ids) for _ in range(max(1, runs))]
+            result = passes[0]
+            result["latency_ms"] = {
+                key: round(statistics.median(p["latency_ms"][key] for p in passes), 3)
+                for key in passes[0]["latency_ms"]}
             result["ann_vs_exact"] = _ann_agreement(mem, qs, ids)
-        result.update({"n": n, "queries": len(qs), "embedder": emb.marker,
-                       "reused_store": reused} | loaded)
+        result.update({"backend": backend, "n": n, "queries": len(qs), "runs": len(passes),
+                       "embedder": emb.marker, "reused_store": reused} | loaded)
         result["peak_rss_mb"] = round(
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return result
 
 
-def _gated_throughput(home: Path, emb: Any, facts: list[Fact]) -> dict[str, Any]:
+def _gated_throughput(where: Place, home: Path, emb: Any, facts: list[Fact]) -> dict[str, Any]:
     decisions: dict[str, int] = {}
-    with Memory.open(home, embedder=emb, project="global") as mem:
+    extra: dict[str, Any] = {}
+    if where.database is not None:  # the same server, a namespace of its own
+        extra = {"database": where.database, "namespace": f"{where.namespace or 'bench'}-gated"}
+    with Memory.open(home, embedder=emb, project="global", **extra) as mem:
         start = time.perf_counter()
         for f in facts:
             res = mem.remember(f.text)
@@ -174,13 +195,18 @@ class _ExactSpace:
         return {int(self.keys[i]): float(sims[i]) for i in top}
 
 
-def _all_vectors(mem: Memory) -> tuple[np.ndarray, np.ndarray]:
-    source = mem.store.source("m", "global", mem.embedder.dim)
-    keys_list, mats = [], []
-    for keys, mat in source.iter_all_vectors(50_000):
-        keys_list.append(keys)
-        mats.append(mat)
-    return np.concatenate(keys_list), np.concatenate(mats)
+def _all_vectors(mem: Memory, ids: dict[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    """Every loaded memory's stored vector, through the store API both backends offer."""
+    wanted = sorted(ids.values())
+    keys_list: list[int] = []
+    mats: list[np.ndarray] = []
+    for lo in range(0, len(wanted), 5_000):
+        recs = list(mem.store.get_memories(wanted[lo:lo + 5_000]).values())
+        found = mem.store.memory_vectors(recs, mem.embedder.dim)
+        for key in sorted(found):
+            keys_list.append(key)
+            mats.append(found[key])
+    return np.asarray(keys_list, dtype=np.int64), np.stack(mats).astype(np.float32)
 
 
 def _ann_agreement(mem: Memory, qs: list[Query], ids: dict[int, int],
@@ -192,13 +218,12 @@ def _ann_agreement(mem: Memory, qs: list[Query], ids: dict[int, int],
     recall@10 of the whole pipeline on every paraphrase query when the vector side is a
     full scan, and ``ratio`` the ANN pipeline's recall@10 divided by it (target ≥ 0.95).
     """
-    keys, matrix = _all_vectors(mem)
-    index = mem.vectors.index("m", "global")
+    keys, matrix = _all_vectors(mem, ids)
     agree = total = 0
     for q in qs[:sample]:
         qv = mem.embedder.embed_query(q.text)
         exact = set(keys[np.argsort(-(matrix @ qv))[:10]].tolist())
-        approx = {k for k, _ in index.search(qv, 10)}
+        approx = set(mem.vectors.search("m", ["global"], qv, 10))
         agree += len(exact & approx)
         total += len(exact)
     para = [q for q in qs if q.kind == "paraphrase" and q.expected is not None]
@@ -222,6 +247,28 @@ def _ann_agreement(mem: Memory, qs: list[Query], ids: dict[int, int],
             "ratio": round(found["ann"] / max(1, found["exact"]), 4)}
 
 
+def side_by_side(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """One size's figures per backend in one line, and PostgreSQL's p50 over SQLite's."""
+    keys = ("engine_p50", "engine_p95", "e2e_p50", "e2e_p95")
+    out: dict[str, Any] = {"bench": "recall_side_by_side",
+                           "n": next(iter(results.values()))["n"]}
+    for name, r in results.items():
+        out[name] = {k: r["latency_ms"][k] for k in keys} | {
+            "paraphrase_recall@10": r["paraphrase"]["recall@10"],
+            "exact_recall@10": r["exact"]["recall@10"],
+            "index_recall@10": r["ann_vs_exact"]["index_recall_at_10"],
+            "pipeline_recall@10_index": r["ann_vs_exact"]["pipeline_recall_at_10_ann"],
+            "pipeline_recall@10_exact": r["ann_vs_exact"]["pipeline_recall_at_10_exact"],
+            "pipeline_ratio": r["ann_vs_exact"]["ratio"],
+            "bulk_load_per_s": r.get("bulk_load_per_s"),
+            "gated_writes_per_s": (r.get("gated_writes") or {}).get("per_s")}
+    if "sqlite" in results and "postgres" in results:
+        base = results["sqlite"]["latency_ms"]["engine_p50"]
+        out["postgres_over_sqlite_engine_p50"] = round(
+            results["postgres"]["latency_ms"]["engine_p50"] / base, 2) if base else None
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     """Command-line entry point."""
     parser = argparse.ArgumentParser(prog="python -m tideline.bench recall")
@@ -233,16 +280,32 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--keep", type=Path, default=None,
                         help="keep loaded stores under this folder and reuse them")
+    parser.add_argument("--n", type=int, default=None, help="one size (overrides --sizes)")
+    parser.add_argument("--backend", default="sqlite",
+                        help="comma-separated: sqlite, postgres (side by side, SQLite first)")
+    parser.add_argument("--database", default=None,
+                        help="an existing PostgreSQL URL (default: an embedded server)")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="query passes per store; percentiles are their median")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
-    for size in (int(s) for s in args.sizes.split(",") if s.strip()):
-        started = time.time()
-        result = run_size(size, args.queries, args.embedder, gated_sample=args.gated_sample,
-                          progress=not args.quiet, workdir=args.workdir,
-                          keep=args.keep)
-        result["wall_s"] = round(time.time() - started, 1)
-        result["machine"] = f"{platform.machine()} {platform.processor() or ''}".strip()
-        print(json.dumps(result), flush=True)
+    backends = parse_backends(args.backend)
+    sizes = [args.n] if args.n else [int(s) for s in args.sizes.split(",") if s.strip()]
+    host = machine() | {"arch": platform.machine()}
+    for size in sizes:
+        by_backend: dict[str, dict[str, Any]] = {}
+        for backend in backends:
+            started = time.time()
+            result = run_size(size, args.queries, args.embedder,
+                              gated_sample=args.gated_sample, progress=not args.quiet,
+                              workdir=args.workdir, keep=args.keep, backend=backend,
+                              database=args.database, runs=args.runs)
+            result["wall_s"] = round(time.time() - started, 1)
+            result["machine"] = host
+            by_backend[backend] = result
+            print(json.dumps(result), flush=True)
+        if len(by_backend) > 1:
+            print(json.dumps(side_by_side(by_backend) | {"machine": host}), flush=True)
 
 
 if __name__ == "__main__":

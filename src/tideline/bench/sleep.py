@@ -13,7 +13,10 @@ source_links on 70 %), a few thousand raw turns, and real recall traffic
 * ``gated_process``: ``python -m tideline sleep --json`` as a whole process,
   median of repeated runs (the target: ≤ 150 ms).
 
-Prints one JSON line (per-step milliseconds, peak RSS).
+Prints one JSON line (per-step milliseconds, peak RSS). ``--backend sqlite,postgres``
+runs it on each backend in turn (SQLite first, the baseline; PostgreSQL on an embedded
+server or ``--database URL``, see :mod:`tideline.bench.backends`) and prints one more
+line side by side.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tideline.bench.backends import Place, machine, parse_backends, place
 from tideline.config import Config
 from tideline.embed import HashingEmbedder
 from tideline.memory import Memory
@@ -74,14 +78,16 @@ def _text(rng: random.Random, topic: int) -> str:
 
 
 def build_store(home: Path, n: int, turns: int, recalls: int, seed: int = 7,
-                progress: bool = True) -> dict[str, Any]:
-    """Create the synthetic store; returns load timings."""
+                progress: bool = True, where: Place | None = None) -> dict[str, Any]:
+    """Create the synthetic store (in ``where``, default the SQLite store ``home``);
+    returns load timings."""
     rng = random.Random(seed)
     emb = HashingEmbedder()
     cfg = Config.load(home=home, embedder="hashing")
     now = time.time()
     t0 = time.perf_counter()
-    with Memory.open(config=cfg, embedder=emb, project="global") as mem:
+    extra = where.open_args() if where is not None else {}
+    with Memory.open(config=cfg, embedder=emb, project="global", **extra) as mem:
         sessions = max(1, turns // 40)
         rows = []
         for i in range(turns):
@@ -135,11 +141,18 @@ def build_store(home: Path, n: int, turns: int, recalls: int, seed: int = 7,
             "recalls_s": round(t_recall, 1)}
 
 
-def _gated_process(home: Path, runs: int) -> dict[str, float]:
+def _gated_process(home: Path, runs: int, where: Place | None = None) -> dict[str, float]:
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # measure what an installed package sees
+    if where is not None and where.database is not None:
+        env["TIDELINE_DATABASE_URL"] = where.database
+        if where.namespace is not None:
+            env["TIDELINE_NAMESPACE"] = where.namespace
     cmd = [sys.executable, "-m", "tideline", "sleep", "--json", "--store", str(home)]
-    subprocess.run(cmd, env=env, capture_output=True, check=True)  # noqa: S603 - warm the cache
+    warm = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)  # noqa: S603 - warm the cache
+    if warm.returncode != 0:
+        raise RuntimeError(f"`tideline sleep` exited {warm.returncode}: "
+                           f"{warm.stdout[-2000:]} {warm.stderr[-2000:]}")
     times = []
     for _ in range(runs):
         t = time.perf_counter()
@@ -152,13 +165,17 @@ def _gated_process(home: Path, runs: int) -> dict[str, float]:
 
 
 def run(n: int, turns: int, recalls: int, seed: int = 7, home: Path | None = None,
-        process_runs: int = 15) -> dict[str, Any]:
-    """Build, then measure full, incremental and gated sleeps."""
-    with tempfile.TemporaryDirectory() as tmp:
-        root = home or Path(tmp) / "store"
-        load = build_store(root, n, turns, recalls, seed)
+        process_runs: int = 15, backend: str = "sqlite",
+        database: str | None = None) -> dict[str, Any]:
+    """Build, then measure full, incremental and gated sleeps (on ``backend``)."""
+    with tempfile.TemporaryDirectory(prefix="tideline-bench-sleep-") as tmp, \
+            place(backend, Path(tmp), f"sleep-{n}-{time.time_ns()}",
+                  database=database) as where:
+        root = home or where.home
+        load = build_store(root, n, turns, recalls, seed, where=where)
         rng = random.Random(seed + 1)
-        with Memory.open(root, embedder=HashingEmbedder(), project="global") as mem:
+        with Memory.open(root, embedder=HashingEmbedder(), project="global",
+                         **where.open_args()) as mem:
             t = time.perf_counter()
             full = mem.sleep(force=True)
             full_s = time.perf_counter() - t
@@ -173,11 +190,11 @@ def run(n: int, turns: int, recalls: int, seed: int = 7, home: Path | None = Non
             gated = mem.sleep()
             gated_ms = (time.perf_counter() - t) * 1000
             size = int(mem.store.describe()["bytes"])
-        proc = _gated_process(root, process_runs)
+        proc = _gated_process(root, process_runs, where)
     return {
-        "bench": "sleep", "n": n, "turns": turns, "recalls": recalls,
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-        "load": load, "db_mb": round(size / 1e6, 1),
+        "bench": "sleep", "backend": backend, "n": n, "turns": turns, "recalls": recalls,
+        "machine": machine() | {"python": platform.python_version()},
+        "load": load, "db_mb": round(size / 1e6, 1) if size is not None else None,
         "full": {"s": round(full_s, 2), "errors": full["errors"],
                  "backup_ms": full["backup_ms"],
                  "steps_ms": {k: v["ms"] for k, v in full["steps"].items()},
@@ -200,9 +217,24 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--recalls", type=int, default=500)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--process-runs", type=int, default=15)
+    ap.add_argument("--backend", default="sqlite",
+                    help="comma-separated: sqlite, postgres (SQLite first, the baseline)")
+    ap.add_argument("--database", default=None,
+                    help="an existing PostgreSQL URL (default: an embedded server)")
     args = ap.parse_args(argv)
-    print(json.dumps(run(args.n, args.turns, args.recalls, args.seed,
-                         process_runs=args.process_runs), ensure_ascii=False))
+    figures: dict[str, dict[str, Any]] = {}
+    for backend in parse_backends(args.backend):
+        res = run(args.n, args.turns, args.recalls, args.seed,
+                  process_runs=args.process_runs, backend=backend, database=args.database)
+        figures[backend] = res
+        print(json.dumps(res, ensure_ascii=False), flush=True)
+    if len(figures) > 1:
+        print(json.dumps({"bench": "sleep_side_by_side", "n": args.n, "seconds": {
+            b: {"full": r["full"]["s"], "incremental": r["incremental"]["s"],
+                "gated_in_process_ms": r["gated_in_process_ms"],
+                "gated_process_ms": r["gated_process"]["median_ms"],
+                "load_memories_s": r["load"]["load_memories_s"]}
+            for b, r in figures.items()}}), flush=True)
 
 
 if __name__ == "__main__":

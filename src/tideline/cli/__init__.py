@@ -1,22 +1,24 @@
 """The ``tideline`` command line: the same verbs as the Python API.
 
 Every command that touches data takes ``--store DIR``, ``--namespace NAME`` and
-``--scope NAME``; every command that returns data takes ``--json``. Errors are
-one line on stderr with a distinct exit code (see :mod:`tideline.errors`),
-never a traceback.
+``--scope NAME``, and ``--database URL`` (a ``postgresql://`` database to keep the
+memory in; ``--store`` is then this host's local state); every command that
+returns data takes ``--json``. Errors are one line on stderr with a distinct exit
+code (see :mod:`tideline.errors`), never a traceback.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import typer
 
-__all__ = ["DISTRIBUTION", "app", "installed_version", "main"]
+__all__ = ["DISTRIBUTION", "app", "database_first", "installed_version", "main"]
 
 #: The name on PyPI (``pip install tideline-memory``); import name and command are ``tideline``.
 DISTRIBUTION = "tideline-memory"
@@ -58,12 +60,45 @@ def _print_version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+def _use_database(value: str | None) -> None:
+    # Config.load reads it: one place for every command that opens the store.
+    if value:
+        os.environ["TIDELINE_DATABASE_URL"] = value
+
+
 @app.callback()
 def _root(
     version: bool = typer.Option(False, "--version", help="Print the version and exit.",
                                  callback=_print_version, is_eager=True),
+    database: str | None = typer.Option(
+        None, "--database", metavar="URL", callback=_use_database, is_eager=True,
+        help="Keep the memory in this PostgreSQL database (postgresql://…; default "
+             "$TIDELINE_DATABASE_URL); --store is then this host's local state."),
 ) -> None:
     """Tideline: long-term memory for LLM agents."""
+
+
+def database_first(args: list[str]) -> list[str]:
+    """Move a ``--database URL`` given anywhere (``tideline recall q --database URL``) to
+    the front, where the root option reads it: one option for every command."""
+    out: list[str] = []
+    front: list[str] = []
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            out.extend(args[i:])
+            break
+        if arg == "--database" and i + 1 < len(args):
+            front += args[i:i + 2]
+            i += 2
+            continue
+        if arg.startswith("--database="):
+            front.append(arg)
+        else:
+            out.append(arg)
+        i += 1
+    return front + out
 
 
 def emit(data: Any, as_json: bool, text: Callable[[], str] | str | None = None) -> None:
@@ -113,4 +148,5 @@ def main() -> None:
     # Importing the modules registers their commands on ``app``.
     from tideline.cli import agent, archive, commands, dream, sleep  # noqa: F401
 
+    sys.argv[1:] = database_first(sys.argv[1:])
     app()

@@ -77,8 +77,8 @@ def import_tideline_cmd(
 @app.command()
 @guarded
 def migrate(
-    to: Annotated[str, typer.Option("--to", help="An empty store directory (database URLs "
-                                    "such as postgresql://… are not available yet).")],
+    to: Annotated[str, typer.Option("--to", help="An empty store directory or an empty "
+                                    "PostgreSQL database (postgresql://…).")],
     store: StoreOpt = None, embedder: EmbOpt = None, as_json: JsonOpt = False,
 ) -> None:
     """Copy the whole store (every namespace) into another store, verified row by row."""

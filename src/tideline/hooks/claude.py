@@ -80,7 +80,8 @@ class _Run:
         if self._reader is None:
             from tideline.store.agent import AgentReader
 
-            self._reader = AgentReader.open(self.config.home, self.config.namespace)
+            self._reader = AgentReader.open(self.config.home, self.config.namespace,
+                                            database=self.config.database)
         return self._reader
 
     @property
@@ -247,7 +248,7 @@ def _record_failure(config: Config, event: str, code: str, message: str,
                     payload: Mapping[str, Any] | None) -> None:
     from tideline.store.agent import AgentReader
 
-    reader = AgentReader.open(config.home, config.namespace)
+    reader = AgentReader.open(config.home, config.namespace, database=config.database)
     try:
         reader.log_event("hook_error", {
             "client": CLIENT, "event": event, "code": code, "message": message[:500],

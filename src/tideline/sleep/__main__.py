@@ -35,8 +35,10 @@ def main(argv: Sequence[str] | None = None) -> None:
 
         store = _value(args, "--store")
         cfg = Config.load(home=Path(store) if store else None,
-                          namespace=_value(args, "--namespace"))
-        res = quick_skip(cfg.home, cfg.namespace, cfg.sleep.refresh_after_hours)
+                          namespace=_value(args, "--namespace"),
+                          database=_value(args, "--database"))
+        res = quick_skip(cfg.home, cfg.namespace, cfg.sleep.refresh_after_hours,
+                         database=cfg.database)
         if res is not None:
             if "--json" in args:
                 sys.stdout.write(json.dumps(res) + "\n")

@@ -30,19 +30,22 @@ def skipped(reason: str, view: GateView | None, started: float) -> dict[str, Any
     }
 
 
-def quick_skip(home: Path, namespace: str, refresh_after_hours: float) -> dict[str, Any] | None:
+def quick_skip(home: Path, namespace: str, refresh_after_hours: float, *,
+               database: str | None = None) -> dict[str, Any] | None:
     """The skipped-sleep result when nothing changed since the last sleep, else None.
 
     Args:
         home: the store directory.
         namespace: the namespace.
         refresh_after_hours: the gate opens anyway after this long.
+        database: a ``postgresql://`` URL: the gate is read there (one connection, two
+            queries) instead of in ``home``.
 
     Returns:
         ``{"skipped": True, "reason": "unchanged", …}`` or None (sleep must run).
     """
     started = time.perf_counter()
-    view = peek_gate(home, namespace)
+    view = peek_gate(home, namespace, database=database)
     if view is not None and view.unchanged(refresh_after_hours * 3600.0, time.time()):
         return skipped("unchanged", view, started)
     return None

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from tideline.errors import BackendUnavailable
 from tideline.models import Edge, LexicalQuery, MemoryRecord, Turn
@@ -53,10 +53,10 @@ def peek_meta(directory: Path, key: str, *, database: str | None = None) -> str 
     """
     if backend_of(database) == "postgresql":
         try:
-            from tideline.store import postgres  # type: ignore[attr-defined,unused-ignore]
+            from tideline.store import postgres
         except ImportError as exc:
             raise BackendUnavailable(_POSTGRES_EXTRA.format(exc)) from exc
-        value: str | None = postgres.peek_database_meta(database, key)
+        value: str | None = postgres.peek_database_meta(str(database), key)
         return value
     from tideline.store.sqlite.connection import peek_meta as sqlite_peek
 
@@ -73,10 +73,10 @@ def peek_gate(directory: Path, namespace: str, *,
     """
     if backend_of(database) == "postgresql":
         try:
-            from tideline.store import postgres  # type: ignore[attr-defined,unused-ignore]
+            from tideline.store import postgres
         except ImportError as exc:
             raise BackendUnavailable(_POSTGRES_EXTRA.format(exc)) from exc
-        view: GateView | None = postgres.peek_database_gate(database, namespace)
+        view: GateView | None = postgres.peek_database_gate(str(database), namespace)
         return view
     from tideline.store.sqlite.gate import peek_gate as sqlite_peek
 
@@ -110,13 +110,14 @@ def open_store(
     """
     if backend_of(database) == "postgresql":
         try:
-            from tideline.store import postgres  # type: ignore[attr-defined,unused-ignore]
+            from tideline.store import postgres
         except ImportError as exc:
             raise BackendUnavailable(_POSTGRES_EXTRA.format(exc)) from exc
-        store: SQLiteStore = postgres.open_postgres(
-            database, directory, namespace, marker, retries=retries,
-            lock_timeout_ms=busy_timeout_ms, check_marker=check_marker)
-        return store
+        # Both backends offer the same methods; the SQLite class stands for the shape
+        # until every consumer is typed against the protocols.
+        return cast("SQLiteStore", postgres.open_postgres(
+            str(database), directory, namespace, marker, retries=retries,
+            lock_timeout_ms=busy_timeout_ms, check_marker=check_marker))
     from tideline.store.sqlite.store import SQLiteStore
 
     return SQLiteStore(directory, namespace, marker, busy_timeout_ms=busy_timeout_ms,

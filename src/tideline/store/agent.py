@@ -55,13 +55,27 @@ class AgentReader:
         self.ns = namespace
 
     @classmethod
-    def open(cls, home: Path, namespace: str) -> AgentReader:
-        """Open the store directory without the embedder (creates/migrates it if needed).
+    def open(cls, home: Path, namespace: str, *, database: str | None = None) -> AgentReader:
+        """Open the store without the embedder (creates/migrates it if needed): the
+        SQLite file in ``home``, or the PostgreSQL database at a ``database`` URL.
 
         Raises:
+            BackendUnavailable: the URL names a backend this installation lacks.
             StoreCorrupt: the file is not a Tideline database.
             SchemaTooNew: written by a newer Tideline.
         """
+        from tideline.store import backend_of
+
+        if backend_of(database) == "postgresql":
+            from tideline.errors import BackendUnavailable
+
+            try:
+                from tideline.store.postgres.connection import Database as PostgresDatabase
+            except ImportError as exc:
+                raise BackendUnavailable(
+                    "PostgreSQL needs the postgres extra: "
+                    f"pip install 'tideline-memory[postgres]' ({exc})") from exc
+            return cls(PostgresDatabase(str(database), home), namespace)
         from tideline.store.sqlite.connection import Database as SQLiteDatabase
 
         return cls(SQLiteDatabase(home), namespace)

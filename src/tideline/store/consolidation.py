@@ -140,13 +140,23 @@ class ConsolidationStore(NamespaceView):
     def try_lock(self, holder: str, lease_s: float, now: float) -> LockHolder | None:
         """Take the sleep lock unless someone alive holds it.
 
+        On PostgreSQL the lock is an advisory lock across every host (it dies with its
+        holder's connection); the row then only says who holds it.
+
         Returns:
             None when taken (or already ours), else the current holder.
         """
+        advisory = getattr(self.store, "sleep_lock", None)
+        if advisory is not None and not advisory.acquire(self.ns, holder):
+            with self.db.read() as c:
+                row = c.execute("SELECT value FROM sleep_state WHERE namespace = ? "
+                                "AND key = 'lock'", (self.ns,)).fetchone()
+            return LockHolder(**json.loads(row[0])) if row is not None else LockHolder(
+                holder="?", pid=0, host="?", expires=now + lease_s)
         with self.db.write() as c:
             row = c.execute("SELECT value FROM sleep_state WHERE namespace = ? AND key = 'lock'",
                             (self.ns,)).fetchone()
-            if row is not None:
+            if row is not None and advisory is None:
                 cur = LockHolder(**json.loads(row[0]))
                 if cur.holder != holder and not cur.abandoned(now):
                     return cur
@@ -169,12 +179,17 @@ class ConsolidationStore(NamespaceView):
 
     def release_lock(self, holder: str) -> None:
         """Drop the lock if we hold it."""
-        with self.db.write() as c:
-            row = c.execute("SELECT value FROM sleep_state WHERE namespace = ? AND key = 'lock'",
-                            (self.ns,)).fetchone()
-            if row is not None and json.loads(row[0]).get("holder") == holder:
-                c.execute("DELETE FROM sleep_state WHERE namespace = ? AND key = 'lock'",
-                          (self.ns,))
+        advisory = getattr(self.store, "sleep_lock", None)
+        try:
+            with self.db.write() as c:
+                row = c.execute("SELECT value FROM sleep_state WHERE namespace = ? "
+                                "AND key = 'lock'", (self.ns,)).fetchone()
+                if row is not None and json.loads(row[0]).get("holder") == holder:
+                    c.execute("DELETE FROM sleep_state WHERE namespace = ? AND key = 'lock'",
+                              (self.ns,))
+        finally:
+            if advisory is not None:
+                advisory.release(self.ns, holder)
 
     # -- memories: reads ------------------------------------------------------------------
 
@@ -243,11 +258,12 @@ class ConsolidationStore(NamespaceView):
         with self.db.read() as c:
             for lo in range(0, len(wanted), _CHUNK):
                 chunk = wanted[lo:lo + _CHUNK]
-                # "+namespace": without statistics SQLite would walk a namespace index
-                # (every row of the namespace) instead of the primary key.
+                # "namespace || ''": without statistics SQLite would walk a namespace
+                # index (every row of the namespace) instead of the primary key; an
+                # expression keeps it on the key (unary "+" does too, but only on SQLite).
                 for row in c.execute(
                     f"SELECT {MEMORY_COLUMNS} FROM memories WHERE id IN "
-                    f"({_ph(len(chunk))}) AND +namespace = ?", (*chunk, self.ns)).fetchall():
+                    f"({_ph(len(chunk))}) AND namespace || '' = ?", (*chunk, self.ns)).fetchall():
                     rec = memory_from_row(row)
                     out[rec.id] = rec
         return out
@@ -263,7 +279,7 @@ class ConsolidationStore(NamespaceView):
         for lo in range(0, len(wanted), _CHUNK):
             chunk = wanted[lo:lo + _CHUNK]
             out.update(int(r[0]) for r in c.execute(
-                f"SELECT id FROM memories WHERE id IN ({_ph(len(chunk))}) AND +namespace = ?",
+                f"SELECT id FROM memories WHERE id IN ({_ph(len(chunk))}) AND namespace || '' = ?",
                 (*chunk, self.ns)).fetchall())
         return out
 

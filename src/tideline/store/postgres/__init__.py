@@ -1,0 +1,118 @@
+"""The PostgreSQL backend: psycopg 3 with psycopg-pool, pgvector and pg_trgm.
+
+Chosen by a ``postgresql://`` URL (``TIDELINE_DATABASE_URL``, ``--database`` or
+``Memory.open(database=…)``); the store directory stays this host's local state
+(caches only). Install with ``pip install 'tideline-memory[postgres]'``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tideline.errors import BackendUnavailable
+
+if TYPE_CHECKING:
+    from tideline.store.consolidation import GateView
+    from tideline.store.postgres.store import PostgresStore
+
+__all__ = ["is_database_url", "open_postgres", "peek_database_gate",
+           "peek_database_meta", "redact_url"]
+
+SCHEMES = ("postgresql://", "postgres://")
+
+
+def is_database_url(value: str | None) -> bool:
+    """Whether ``value`` names a PostgreSQL database (rather than a store directory)."""
+    return bool(value) and str(value).lower().startswith(SCHEMES)
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password (for messages and introspection)."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+        if parts.password is None:
+            return url
+        netloc = f"{parts.username or ''}:***@{parts.hostname or ''}"
+        netloc += f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "postgresql://…"
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+
+
+def open_postgres(url: str, directory: Path, namespace: str, marker: str, *,
+                  retries: int = 6, lock_timeout_ms: int = 5_000,
+                  check_marker: bool = True) -> PostgresStore:
+    """Open (and create or migrate) the PostgreSQL store at ``url``.
+
+    Args:
+        url: ``postgresql://…``.
+        directory: this host's local state directory.
+        namespace: the namespace.
+        marker: the embedder marker the caller writes with.
+        retries: attempts to get a connection before StoreBusy.
+        lock_timeout_ms: longest wait of one statement for a lock.
+        check_marker: refuse a store built with another embedder.
+
+    Raises:
+        BackendUnavailable: psycopg is not installed, or the server cannot be reached.
+        EmbedderMismatch: the store was built with another embedder.
+        SchemaTooNew: written by a newer Tideline.
+    """
+    if not is_database_url(url):
+        raise BackendUnavailable(f"not a PostgreSQL URL: {url.split('://', 1)[0]}://…")
+    try:
+        from tideline.store.postgres.store import PostgresStore
+    except ImportError as exc:
+        raise BackendUnavailable(
+            "the PostgreSQL backend needs psycopg: pip install 'tideline-memory[postgres]'"
+        ) from exc
+    return PostgresStore(url, directory, namespace, marker, retries=retries,
+                         lock_timeout_ms=lock_timeout_ms, check_marker=check_marker)
+
+
+def peek_database_meta(url: str, key: str) -> str | None:
+    """One ``db_meta`` value of the database at ``url`` without opening the store
+    (no pool, no migration); None when absent or unreadable (the open that follows
+    reports why)."""
+    try:
+        import psycopg
+    except ImportError:
+        return None
+    try:
+        with psycopg.connect(url, connect_timeout=10) as conn:
+            if conn.execute("SELECT to_regclass('db_meta')").fetchone() in (None, (None,)):
+                return None
+            row = conn.execute("SELECT value FROM db_meta WHERE key = %s", (key,)).fetchone()
+    except psycopg.Error:
+        return None
+    return None if row is None else str(row[0])
+
+
+def peek_database_gate(url: str, namespace: str) -> GateView | None:
+    """The sleep gate of a PostgreSQL store without opening it (no pool, no numpy);
+    None when it cannot be read (the sleep that follows opens the store and says why)."""
+    try:
+        import psycopg
+
+        from tideline.store.consolidation import GateView
+        from tideline.store.events import change_marker
+        from tideline.store.postgres.connection import Conn
+    except ImportError:
+        return None
+    try:
+        with psycopg.connect(url, connect_timeout=10) as raw:
+            if raw.execute("SELECT to_regclass('sleep_state')").fetchone() in (None, (None,)):
+                return None
+            conn = Conn(raw, writing=False)
+            rows = dict(conn.execute(
+                "SELECT key, value FROM sleep_state WHERE namespace = ? AND key IN "
+                "('marker', 'last_sleep')", (namespace,)).fetchall())
+            marker = change_marker(conn)
+    except psycopg.Error:
+        return None
+    last = rows.get("last_sleep")
+    return GateView(marker=marker, stored=rows.get("marker"),
+                    last_sleep=float(last) if last is not None else None)

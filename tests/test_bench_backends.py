@@ -1,0 +1,59 @@
+"""The side-by-side benchmarks run on every backend in one run (issue 11, "Benchmarks").
+
+``python -m tideline.bench recall --backend sqlite,postgres`` and ``writers``: tiny
+sizes, the hashing embedder. Timings are printed, never asserted; the tests check that
+each backend answered with the figures docs/benchmarks.md reports, and that the writers
+lost nothing. PostgreSQL is the benchmark's own embedded server.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from tests.backend import BACKENDS
+
+from tideline.bench import recall, writers
+from tideline.bench.backends import parse_backends
+from tideline.errors import InvalidInput
+
+
+def _lines(out: str) -> list[dict]:
+    return [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+
+
+def test_recall_bench_runs_side_by_side(capsys: pytest.CaptureFixture[str]) -> None:
+    recall.main(["--n", "300", "--queries", "40", "--embedder", "hashing", "--gated-sample",
+                 "20", "--runs", "2", "--quiet", "--backend", ",".join(BACKENDS)])
+    lines = _lines(capsys.readouterr().out)
+    per = {r["backend"]: r for r in lines if "backend" in r}
+    assert list(per) == list(BACKENDS)
+    for r in per.values():
+        assert r["n"] == 300 and r["runs"] == 2 and r["machine"]["cpus"]
+        assert set(r["latency_ms"]) == {"engine_p50", "engine_p95", "e2e_p50", "e2e_p95"}
+        assert r["exact"]["recall@10"] == 1.0  # exact tokens are found on every backend
+        ann = r["ann_vs_exact"]
+        assert 0.0 < ann["pipeline_recall_at_10_exact"] <= 1.0
+        assert ann["index_recall_at_10"] > 0.9  # a 300-vector index is all but exact
+    if len(BACKENDS) > 1:
+        side = lines[-1]
+        assert side["bench"] == "recall_side_by_side"
+        assert set(BACKENDS) <= set(side) and "postgres_over_sqlite_engine_p50" in side
+
+
+def test_writers_bench_loses_nothing(capsys: pytest.CaptureFixture[str]) -> None:
+    writers.main(["--backend", ",".join(BACKENDS), "--writers", "1,2", "--count", "6",
+                  "--runs", "1"])
+    lines = _lines(capsys.readouterr().out)
+    runs = [r for r in lines if r["bench"] == "writers"]
+    assert [(r["backend"], r["writers"]) for r in runs] == [
+        (b, w) for b in BACKENDS for w in (1, 2)]
+    for r in runs:
+        assert r["errors"] == 0 and r["acked"] == [r["expected"]] and r["writes_per_s"] > 0
+    assert set(lines[-1]["writes_per_s"]) == set(BACKENDS)
+
+
+def test_unknown_backend_is_refused() -> None:
+    with pytest.raises(InvalidInput, match="--backend"):
+        parse_backends("sqlite,mysql")
+    assert parse_backends(" postgres , sqlite ") == ["postgres", "sqlite"]
