@@ -37,6 +37,7 @@ __all__ = [
     "NotFound",
     "SchemaTooNew",
     "StoreBusy",
+    "StoreClosed",
     "StoreCorrupt",
     "StoreError",
     "StoreFull",
@@ -150,6 +151,14 @@ class BackendUnavailable(StoreError):
     code = "backend_unavailable"
     exit_code = 15
     jsonrpc_code = -32016
+
+
+class StoreClosed(StoreError):
+    """The ``Memory`` was closed; open the store again to use it."""
+
+    code = "store_closed"
+    exit_code = 16
+    jsonrpc_code = -32017
 
 
 class EmbedderMismatch(TidelineError):

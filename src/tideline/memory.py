@@ -20,7 +20,7 @@ from tideline.cognition import SelfModel
 from tideline.config import Config
 from tideline.dynamics import reinforce, retention, weaken
 from tideline.embed import Embedder, EmbedGuard, embedder_from_marker, make_embedder
-from tideline.errors import InputTooLarge, InvalidInput, NotFound
+from tideline.errors import InputTooLarge, InvalidInput, NotFound, StoreClosed
 from tideline.inject.tuning import InjectTuning
 from tideline.models import ImportResult, MemoryRecord, RecallPacket, Turn, WriteResult
 from tideline.project import ProjectInfo
@@ -103,7 +103,7 @@ class Memory:
     vectors: _Part[VectorSpaces] = _Part("vectors")
 
     def __init__(self, config: Config, embedder: Embedder, *, project: str | None = None) -> None:
-        self._rt = Runtime.build(config, embedder, project=project)
+        self._runtime: Runtime | None = Runtime.build(config, embedder, project=project)
         self._project_info: ProjectInfo | None = None
         self._inject_tuning: InjectTuning | None = None
 
@@ -185,9 +185,30 @@ class Memory:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def _rt(self) -> Runtime:
+        """The open runtime every verb works through.
+
+        Raises:
+            StoreClosed: :meth:`close` was called.
+        """
+        rt = self._runtime
+        if rt is None:
+            raise StoreClosed("this Memory is closed: open the store again with Memory.open")
+        return rt
+
+    @_rt.setter
+    def _rt(self, rt: Runtime) -> None:
+        self._runtime = rt
+
     def close(self) -> None:
-        """Persist derived indexes and close the database."""
-        self._rt.close()
+        """Persist derived indexes and close the database; later calls are ignored.
+
+        After it, every verb raises :class:`~tideline.errors.StoreClosed`.
+        """
+        rt, self._runtime = self._runtime, None
+        if rt is not None:
+            rt.close()
 
     @property
     def _agent(self) -> AgentReader:

@@ -23,6 +23,7 @@ store_corrupt             -32013    the database failed an integrity check
 schema_too_new            -32014    written by a newer Tideline
 store_error               -32015    another database failure
 backend_unavailable       -32016    a database URL whose backend this Tideline lacks
+store_closed              -32017    the Memory was closed (Python API)
 embedder_mismatch         -32020    the store was built with another embedder
 embedder_error            -32021    the embedding model or endpoint failed
 tideline_error            -32015    any other Tideline error (the base class)
