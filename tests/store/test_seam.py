@@ -22,7 +22,7 @@ from tideline.store.sqlite import SQLiteStore
 SRC = Path(__file__).resolve().parents[2] / "src" / "tideline"
 SHARED_VIEWS = ("agent.py", "cognition.py", "consolidation.py", "dream.py", "events.py",
                 "reporting.py", "rows.py", "view.py", "base.py", "memories.py", "turns.py",
-                "namespace.py", "meta.py")
+                "namespace.py", "meta.py", "dump.py")
 
 
 def _record(text: str, *, kind: str = "fact", scope: str = "global") -> MemoryRecord:
