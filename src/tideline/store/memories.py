@@ -43,7 +43,7 @@ class MemoryRows(BackendRows):
 
     _edge_order = ""
 
-    if TYPE_CHECKING:  # defined by each backend's store
+    if TYPE_CHECKING:  # defined by each backend's store (space: by NamespaceRows)
         def space(self, kind: str, scope: str) -> str: ...
 
         def get_memories(self, ids: Iterable[int], c: Any = None) -> dict[int, MemoryRecord]: ...

@@ -7,18 +7,48 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from tideline.errors import EmbedderMismatch
 from tideline.store.events import append_event
 from tideline.store.memories import MemoryRows
 from tideline.store.turns import TurnRows
 from tideline.store.view import placeholders
+
+if TYPE_CHECKING:
+    from tideline.store.agent import AgentReader
 
 __all__ = ["NamespaceRows"]
 
 
 class NamespaceRows(MemoryRows, TurnRows):
     """The shared base of the SQLite and the PostgreSQL store."""
+
+    def _check_marker(self, marker: str) -> None:
+        """Record the embedder marker of a new store; refuse one built with another.
+
+        Raises:
+            EmbedderMismatch: the store was built with another embedder.
+        """
+        stored = self.db.get_meta("embedder")
+        if stored is None:
+            with self.db.write() as c:
+                c.execute("INSERT INTO db_meta(key, value) VALUES ('embedder', ?) "
+                          "ON CONFLICT (key) DO NOTHING", (marker,))
+            stored = self.db.get_meta("embedder")
+        if stored != marker:
+            raise EmbedderMismatch(str(stored), marker)
+
+    @property
+    def agent(self) -> AgentReader:
+        """The reads (and small writes) of injection, hooks and importers in this namespace."""
+        from tideline.store.agent import AgentReader
+
+        return AgentReader(self.db, self.namespace)
+
+    def space(self, kind: str, scope: str) -> str:
+        """Name of the vector space for memories (``m``) or turns (``t``) of one scope."""
+        return f"{kind}:{self.namespace}:{scope}"
 
     def log_event(self, c: Any, kind: str, data: dict[str, Any],
                   memory_id: int | None = None, now: float | None = None) -> int:

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from tideline.errors import EmbedderMismatch
 from tideline.models import LexicalQuery, MemoryRecord, Turn
 from tideline.store.namespace import NamespaceRows
 from tideline.store.postgres import lexical as pg_lexical
@@ -38,7 +37,6 @@ from tideline.store.rows import (
 
 if TYPE_CHECKING:
     from tideline.embed.base import Embedder, Vectors
-    from tideline.store.agent import AgentReader
     from tideline.store.postgres.dump import PostgresLoader, PostgresSnapshot
     from tideline.store.postgres.vectors import PostgresVectorSpaces
 
@@ -94,16 +92,6 @@ class PostgresStore(TurnRows, NamespaceRows):
         if check_marker:
             self._check_marker(marker)
 
-    def _check_marker(self, marker: str) -> None:
-        stored = self.db.get_meta("embedder")
-        if stored is None:
-            with self.db.write() as c:
-                c.execute("INSERT INTO db_meta(key, value) VALUES ('embedder', ?) "
-                          "ON CONFLICT (key) DO NOTHING", (marker,))
-            stored = self.db.get_meta("embedder")
-        if stored != marker:
-            raise EmbedderMismatch(str(stored), marker)
-
     def close(self) -> None:
         """Release this process's sleep locks and close the connection pool."""
         self.sleep_lock.close()
@@ -131,13 +119,6 @@ class PostgresStore(TurnRows, NamespaceRows):
             size = int(c.execute("SELECT pg_database_size(current_database())").fetchone()[0])
         return {"backend": self.backend, "database": self.db.path,
                 "schema_version": self.db.schema_version(), "bytes": size}
-
-    @property
-    def agent(self) -> AgentReader:
-        """The reads (and small writes) of injection, hooks and importers in this namespace."""
-        from tideline.store.agent import AgentReader
-
-        return AgentReader(self.db, self.namespace)
 
     def doctor(
         self, embedder: Embedder, vectors: Any, *, repair: bool,
@@ -175,10 +156,6 @@ class PostgresStore(TurnRows, NamespaceRows):
         from tideline.store.sqlite import pending
 
         return pending.fill(cast(Any, self), embed, limit=limit, progress=progress)
-
-    def space(self, kind: str, scope: str) -> str:
-        """Name of the vector space for memories (``m``) or turns (``t``) of one scope."""
-        return f"{kind}:{self.namespace}:{scope}"
 
     def vector_spaces(self, dim: int, marker: str) -> PostgresVectorSpaces:
         """The vector search of this store (pgvector HNSW, see :mod:`.vectors`)."""

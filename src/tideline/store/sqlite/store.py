@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tideline.errors import EmbedderMismatch
 from tideline.models import LexicalQuery, MemoryRecord, Turn
 from tideline.store.namespace import NamespaceRows
 from tideline.store.rows import (
@@ -38,7 +37,6 @@ from tideline.store.view import placeholders
 if TYPE_CHECKING:
     from tideline.embed.base import Embedder, Vectors
     from tideline.recall.vectors import VectorSpaces
-    from tideline.store.agent import AgentReader
     from tideline.store.sqlite.dump import SQLiteLoader, SQLiteSnapshot
 
 __all__ = ["SQLiteStore", "SpaceSource"]
@@ -156,17 +154,6 @@ class SQLiteStore(NamespaceRows):
             c.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.turns_vocab "
                       "USING fts5vocab(main, turns_fts, row)")
 
-    def _check_marker(self, marker: str) -> None:
-        stored = self.db.get_meta("embedder")
-        if stored is None:
-            with self.db.write() as c:
-                c.execute(
-                    "INSERT OR IGNORE INTO db_meta(key, value) VALUES ('embedder', ?)", (marker,)
-                )
-            stored = self.db.get_meta("embedder")
-        if stored != marker:
-            raise EmbedderMismatch(str(stored), marker)
-
     def close(self) -> None:
         """Close the database connection."""
         self.db.close()
@@ -207,13 +194,6 @@ class SQLiteStore(NamespaceRows):
             size = 0
         return {"backend": self.backend, "database": str(self.db.path),
                 "schema_version": self.db.schema_version(), "bytes": size}
-
-    @property
-    def agent(self) -> AgentReader:
-        """The reads (and small writes) of injection, hooks and importers in this namespace."""
-        from tideline.store.agent import AgentReader
-
-        return AgentReader(self.db, self.namespace)
 
     def doctor(
         self, embedder: Embedder, vectors: VectorSpaces, *, repair: bool,
@@ -260,10 +240,6 @@ class SQLiteStore(NamespaceRows):
         from tideline.recall.vectors import VectorSpaces
 
         return VectorSpaces(self, dim, marker)
-
-    def space(self, kind: str, scope: str) -> str:
-        """Name of the vector space for memories (``m``) or turns (``t``) of one scope."""
-        return f"{kind}:{self.namespace}:{scope}"
 
     def source(self, kind: str, scope: str, dim: int) -> SpaceSource:
         """The :class:`SpaceSource` of one space."""
