@@ -21,7 +21,8 @@ from tideline.store.sqlite import SQLiteStore
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tideline"
 SHARED_VIEWS = ("agent.py", "cognition.py", "consolidation.py", "dream.py", "events.py",
-                "reporting.py", "rows.py", "view.py", "base.py")
+                "reporting.py", "rows.py", "view.py", "base.py", "memories.py", "turns.py",
+                "namespace.py", "meta.py", "dump.py")
 
 
 def _record(text: str, *, kind: str = "fact", scope: str = "global") -> MemoryRecord:
@@ -167,6 +168,39 @@ def test_one_quiet_kinds_and_one_change_marker() -> None:
 
 
 # -- portable SQL and no database handle outside store/ -----------------------------------
+
+
+def test_backends_keep_only_what_differs() -> None:
+    """The row, archive and db_meta code both backends share is written once: neither
+    backend's store, archive reader/loader or database object defines a shared method
+    again (duplicates: issue 11 "Shape")."""
+    from tideline.store.dump import ArchiveLoader, ArchiveSnapshot
+    from tideline.store.meta import MetaRows
+    from tideline.store.namespace import NamespaceRows
+    from tideline.store.postgres import connection as pg_connection
+    from tideline.store.postgres import dump as pg_dump
+    from tideline.store.postgres.store import PostgresStore
+    from tideline.store.postgres.turns import TurnRows as PostgresTurns
+    from tideline.store.sqlite import connection as sqlite_connection
+    from tideline.store.sqlite import dump as sqlite_dump
+
+    def own(cls: type) -> set[str]:
+        return {n for n, v in vars(cls).items() if callable(v) or isinstance(v, property)}
+
+    def shared(base: type) -> set[str]:
+        return {n for k in base.__mro__ if k is not object for n in own(k)}
+
+    pairs = [(NamespaceRows, SQLiteStore), (NamespaceRows, PostgresStore),
+             (NamespaceRows, PostgresTurns),
+             (ArchiveSnapshot, sqlite_dump.SQLiteSnapshot),
+             (ArchiveSnapshot, pg_dump.PostgresSnapshot),
+             (ArchiveLoader, sqlite_dump.SQLiteLoader), (ArchiveLoader, pg_dump.PostgresLoader),
+             (MetaRows, sqlite_connection.Database), (MetaRows, pg_connection.Database)]
+    hooks = {n for base, _ in pairs for k in base.__mro__
+             for n, v in vars(k).items() if getattr(v, "__isabstractmethod__", False)}
+    again = {f"{cls.__name__}.{n}" for base, cls in pairs
+             for n in (own(cls) & shared(base)) - hooks if not n.startswith("__")}
+    assert again == set()
 
 
 @pytest.mark.parametrize("name", SHARED_VIEWS)

@@ -143,7 +143,7 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
         EmbedderMismatch: made with another embedder and ``reembed`` is off.
         Conflict: an id is taken by a different row (nothing written).
     """
-    from tideline.store.sqlite.dump import archive_embedding_jobs
+    from tideline.store.dump import archive_embedding_jobs
 
     reader = ArchiveReader(Path(path), _schema_version())
     head = reader.read_header()

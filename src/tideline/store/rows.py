@@ -8,13 +8,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tideline.models import MemoryRecord, Turn
 from tideline.times import clamped_time, stored_time
 
+if TYPE_CHECKING:
+    from tideline.store.base import Database
+
 __all__ = [
     "MEMORY_COLUMNS",
+    "BackendRows",
     "PENDING_FLAG",
     "TURN_COLUMNS",
     "TURN_EMBED_SQL",
@@ -53,6 +57,29 @@ TURN_EMBED_SQL = (
 
 class _Executes(Protocol):
     def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Any: ...
+
+
+class BackendRows:
+    """What the shared row code (:mod:`tideline.store.memories`, :mod:`tideline.store.turns`)
+    reads from the backend's store it is a base of.
+
+    Attributes:
+        db: the backend's database object.
+        namespace: the namespace the rows belong to.
+        _no_index: prefix that keeps a column's index out of a plan (SQLite's unary
+            ``+``, so the primary key or the full-text match drives the query); empty
+            on PostgreSQL, which has no such operator for text.
+        _tiebreak: what follows an ORDER BY so that ties come back in one order
+            (PostgreSQL's heap order moves with every update; SQLite's plan order is
+            kept as it was).
+        _chunk: most ids in one ``IN (…)`` list.
+    """
+
+    db: Database
+    namespace: str
+    _no_index = ""
+    _tiebreak = ""
+    _chunk = 900
 
 
 def mark_pending(c: _Executes) -> None:

@@ -41,6 +41,7 @@ from tideline.errors import (
     TidelineError,
 )
 from tideline.store.dialect import POSTGRES, PostgresDialect
+from tideline.store.meta import MetaRows
 from tideline.store.postgres import redact_url
 from tideline.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 
@@ -221,7 +222,7 @@ class Conn:
         self.raw.execute("SELECT pg_advisory_xact_lock(%s, %s)", (kind, advisory_key(*parts)))
 
 
-class Database:
+class Database(MetaRows):
     """A pool of connections to one PostgreSQL database, safe to share between threads.
 
     The schema is created or migrated on open, under an advisory lock so that several
@@ -388,28 +389,8 @@ class Database:
 
     # -- meta, migrations -----------------------------------------------------------------
 
-    def get_meta(self, key: str) -> str | None:
-        """Read one ``db_meta`` value."""
-        with self.read() as db:
-            row = db.execute("SELECT value FROM db_meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
-
-    def set_meta(self, key: str, value: str) -> None:
-        """Write one ``db_meta`` value."""
-        with self.write() as db:
-            db.execute(
-                "INSERT INTO db_meta(key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )
-
-    def schema_version(self) -> int:
-        """The number of migrations applied to this database."""
-        with self.read() as db:
-            if db.execute("SELECT to_regclass('db_meta')").fetchone()[0] is None:
-                return 0
-            row = db.execute("SELECT value FROM db_meta WHERE key = 'schema_version'").fetchone()
-        return int(row[0]) if row else 0
+    def _has_meta_table(self, c: Conn) -> bool:
+        return c.execute("SELECT to_regclass('db_meta')").fetchone()[0] is not None
 
     def _migrate(self) -> int | None:
         current = self.schema_version()

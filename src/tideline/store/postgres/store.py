@@ -6,13 +6,14 @@ here writes run concurrently (READ COMMITTED), and the checks that must hold unt
 commit take a lock instead: an idempotency key read inside a write locks that key
 (advisory), a session's next turn index locks that session (advisory), and memories
 read inside a write are locked ``FOR UPDATE`` (in id order, so two writers never
-wait on each other in a circle).
+wait on each other in a circle). The row code both backends share is in
+:class:`~tideline.store.namespace.NamespaceRows`; this module keeps what is PostgreSQL's
+own (``tsvector``/``pg_trgm`` rows, pgvector columns, the locking reads).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -20,13 +21,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from tideline.errors import EmbedderMismatch, NotFound
-from tideline.models import Edge, LexicalQuery, MemoryRecord, Turn
-from tideline.store.events import append_event
+from tideline.models import LexicalQuery, MemoryRecord, Turn
+from tideline.store.namespace import NamespaceRows
 from tideline.store.postgres import lexical as pg_lexical
 from tideline.store.postgres.connection import LOCK_KEY, Conn, Database
 from tideline.store.postgres.locks import SleepLocks
-from tideline.store.postgres.turns import TurnRows, mark_pending
+from tideline.store.postgres.turns import TurnRows
 from tideline.store.rows import MEMORY_COLUMNS as _MEMORY_COLUMNS
 from tideline.store.rows import (
     PENDING_FLAG,
@@ -34,11 +34,9 @@ from tideline.store.rows import (
     memory_index_text,
     turn_index_text,
 )
-from tideline.store.rows import json_list as _j
 
 if TYPE_CHECKING:
     from tideline.embed.base import Embedder, Vectors
-    from tideline.store.agent import AgentReader
     from tideline.store.postgres.dump import PostgresLoader, PostgresSnapshot
     from tideline.store.postgres.vectors import PostgresVectorSpaces
 
@@ -56,7 +54,7 @@ def vector_text(vector: np.ndarray) -> str:
     return "[" + ",".join(repr(float(x)) for x in arr.tolist()) + "]"
 
 
-class PostgresStore(TurnRows):
+class PostgresStore(TurnRows, NamespaceRows):
     """Rows of one namespace in one PostgreSQL database.
 
     Args:
@@ -76,6 +74,10 @@ class PostgresStore(TurnRows):
     """
 
     backend = "postgresql"
+    db: Database
+    _tiebreak = ", id"
+    _edge_order = " ORDER BY src, dst, type"
+    _chunk = _CHUNK
 
     def __init__(
         self, url: str, directory: Path, namespace: str, marker: str, *, retries: int = 6,
@@ -89,16 +91,6 @@ class PostgresStore(TurnRows):
         self.sleep_lock = SleepLocks(url)
         if check_marker:
             self._check_marker(marker)
-
-    def _check_marker(self, marker: str) -> None:
-        stored = self.db.get_meta("embedder")
-        if stored is None:
-            with self.db.write() as c:
-                c.execute("INSERT INTO db_meta(key, value) VALUES ('embedder', ?) "
-                          "ON CONFLICT (key) DO NOTHING", (marker,))
-            stored = self.db.get_meta("embedder")
-        if stored != marker:
-            raise EmbedderMismatch(str(stored), marker)
 
     def close(self) -> None:
         """Release this process's sleep locks and close the connection pool."""
@@ -127,13 +119,6 @@ class PostgresStore(TurnRows):
             size = int(c.execute("SELECT pg_database_size(current_database())").fetchone()[0])
         return {"backend": self.backend, "database": self.db.path,
                 "schema_version": self.db.schema_version(), "bytes": size}
-
-    @property
-    def agent(self) -> AgentReader:
-        """The reads (and small writes) of injection, hooks and importers in this namespace."""
-        from tideline.store.agent import AgentReader
-
-        return AgentReader(self.db, self.namespace)
 
     def doctor(
         self, embedder: Embedder, vectors: Any, *, repair: bool,
@@ -172,10 +157,6 @@ class PostgresStore(TurnRows):
 
         return pending.fill(cast(Any, self), embed, limit=limit, progress=progress)
 
-    def space(self, kind: str, scope: str) -> str:
-        """Name of the vector space for memories (``m``) or turns (``t``) of one scope."""
-        return f"{kind}:{self.namespace}:{scope}"
-
     def vector_spaces(self, dim: int, marker: str) -> PostgresVectorSpaces:
         """The vector search of this store (pgvector HNSW, see :mod:`.vectors`)."""
         from tideline.store.postgres.vectors import PostgresVectorSpaces
@@ -202,31 +183,6 @@ class PostgresStore(TurnRows):
         if row is None:
             return None
         return int(row[0]), str(row[1]), float(row[2]), row[3]
-
-    def insert_memory(self, c: Conn, rec: MemoryRecord, vector: np.ndarray | None) -> int:
-        """Insert a memory with its index rows inside the caller's transaction."""
-        row = c.execute(
-            "INSERT INTO memories(namespace, scope, kind, gesture, context, cognition_direction, "
-            "tags, entities_role, related_entities, source_links, importance, emotional, "
-            "recurrence, unresolved, weight, strength, stability, reinforcements, last_access, "
-            "status, version, supersedes, event_time, recorded_at, updated_at) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
-            (
-                self.namespace, rec.scope, rec.kind, rec.gesture, rec.context,
-                rec.cognition_direction, _j(rec.tags), rec.entities_role,
-                _j(rec.related_entities), _j(rec.source_links), rec.importance, rec.emotional,
-                rec.recurrence, rec.unresolved, rec.weight, rec.strength, rec.stability,
-                rec.reinforcements, rec.last_access, rec.status, rec.version, rec.supersedes,
-                rec.event_time, rec.recorded_at, rec.updated_at,
-            ),
-        ).fetchone()
-        mid = int(row[0])
-        self._index_memory(c, mid, rec)
-        if vector is not None:
-            self._put_vector(c, self.space("m", rec.scope), mid, vector)
-        else:
-            mark_pending(c)
-        return mid
 
     def _index_memory(self, c: Conn, mid: int, rec: MemoryRecord) -> None:
         body = memory_index_text(rec)
@@ -255,70 +211,8 @@ class PostgresStore(TurnRows):
     def _drop_vector(self, c: Conn, space: str, key: int) -> None:
         c.execute("DELETE FROM vectors WHERE space = ? AND key = ?", (space, key))
 
-    def update_memory(self, c: Conn, rec: MemoryRecord) -> None:
-        """Write back every mutable field of ``rec`` (same id) and refresh its index rows."""
-        c.execute(
-            "UPDATE memories SET kind=?, gesture=?, context=?, cognition_direction=?, tags=?, "
-            "entities_role=?, related_entities=?, source_links=?, importance=?, emotional=?, "
-            "recurrence=?, unresolved=?, weight=?, strength=?, stability=?, reinforcements=?, "
-            "last_access=?, status=?, version=?, event_time=?, updated_at=? "
-            "WHERE id = ? AND namespace = ?",
-            (
-                rec.kind, rec.gesture, rec.context, rec.cognition_direction, _j(rec.tags),
-                rec.entities_role, _j(rec.related_entities), _j(rec.source_links),
-                rec.importance, rec.emotional, rec.recurrence, rec.unresolved, rec.weight,
-                rec.strength, rec.stability, rec.reinforcements, rec.last_access, rec.status,
-                rec.version, rec.event_time, rec.updated_at, rec.id, self.namespace,
-            ),
-        )
-        self._index_memory(c, rec.id, rec)
-
-    def set_status(self, c: Conn, mid: int, status: str, now: float) -> None:
-        """Change a memory's status (e.g. to ``superseded``) and bump its version."""
-        c.execute(
-            "UPDATE memories SET status = ?, version = version + 1, updated_at = ? "
-            "WHERE id = ? AND namespace = ?",
-            (status, now, mid, self.namespace),
-        )
-
-    def record_write_key(
-        self, c: Conn, key: str, mid: int, decision: str, similarity: float,
-        nearest: int | None, now: float, *, refresh: bool = False,
-    ) -> None:
-        """Remember the outcome of an idempotency key (``refresh``: replace an older one)."""
-        action = ("DO UPDATE SET memory_id = excluded.memory_id, decision = excluded.decision, "
-                  "similarity = excluded.similarity, nearest = excluded.nearest, "
-                  "created_at = excluded.created_at") if refresh else "DO NOTHING"
-        c.execute(
-            "INSERT INTO write_keys(namespace, key, memory_id, decision, similarity, "  # noqa: S608
-            f"nearest, created_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT (namespace, key) {action}",
-            (self.namespace, key, mid, decision, similarity, nearest, now),
-        )
-
-    def delete_memory(self, c: Conn, mid: int) -> MemoryRecord:
-        """Really delete a memory: row, index rows, vector, edges, idempotency keys.
-
-        Raises:
-            NotFound: no such memory in this namespace.
-        """
-        rec = self.get_memory(mid, c)
-        self._drop_vector(c, self.space("m", rec.scope), mid)
-        for table in ("write_keys", "attention_log", "eligibility"):
-            c.execute(f"DELETE FROM {table} WHERE namespace = ? AND memory_id = ?",  # noqa: S608
-                      (self.namespace, mid))
-        c.execute("DELETE FROM memories WHERE id = ? AND namespace = ?", (mid, self.namespace))
-        return rec
-
-    def get_memory(self, mid: int, c: Conn | None = None) -> MemoryRecord:
-        """One memory by id.
-
-        Raises:
-            NotFound: no such memory in this namespace.
-        """
-        found = self.get_memories([mid], c)
-        if mid not in found:
-            raise NotFound(f"no memory with id {mid}")
-        return found[mid]
+    def _unindex_memory(self, c: Conn, mid: int) -> None:
+        """Nothing: the ``memories_lex`` row goes with its memory (ON DELETE CASCADE)."""
 
     def get_memories(self, ids: Iterable[int], c: Conn | None = None) -> dict[int, MemoryRecord]:
         """Memories by id (missing ids are left out); locked ``FOR UPDATE`` in a write."""
@@ -338,48 +232,6 @@ class PostgresStore(TurnRows):
                     rec = memory_from_row(row)
                     out[rec.id] = rec
         return out
-
-    def list_memories(
-        self, *, scopes: Sequence[str] | None = None, kind: str | None = None,
-        status: Sequence[str] | None = None, order: str = "recorded_at DESC", limit: int = 50,
-        min_weight: float | None = None,
-    ) -> list[MemoryRecord]:
-        """Memories matching simple filters, newest first by default."""
-        where, args = self._filters(scopes=scopes, kind=kind)
-        if status:
-            where.append("status = ANY(?)")
-            args.append(list(status))
-        if min_weight is not None:
-            where.append("weight > ?")
-            args.append(min_weight)
-        if order not in ("recorded_at DESC", "weight DESC", "id ASC", "last_access DESC"):
-            order = "recorded_at DESC"
-        sql = (f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} "  # noqa: S608
-               f"ORDER BY {order}, id LIMIT ?")
-        with self.db.read() as c:
-            rows = c.execute(sql, (*args, limit)).fetchall()
-        return [memory_from_row(r) for r in rows]
-
-    def _filters(
-        self, *, scopes: Sequence[str] | None, kind: str | None = None, alias: str = "",
-        since: float | None = None, until: float | None = None,
-    ) -> tuple[list[str], list[Any]]:
-        p = f"{alias}." if alias else ""
-        where = [f"{p}namespace = ?"]
-        args: list[Any] = [self.namespace]
-        if scopes is not None:
-            where.append(f"{p}scope = ANY(?)")
-            args.append(list(scopes))
-        if kind:
-            where.append(f"{p}kind = ?")
-            args.append(kind)
-        if since is not None:
-            where.append(f"coalesce({p}event_time, {p}recorded_at) >= ?")
-            args.append(since)
-        if until is not None:
-            where.append(f"coalesce({p}event_time, {p}recorded_at) <= ?")
-            args.append(until)
-        return where, args
 
     def memory_vectors(self, recs: Sequence[MemoryRecord], dim: int) -> dict[int, np.ndarray]:
         """Stored vectors of the given memories (looked up in each one's scope space)."""
@@ -510,110 +362,7 @@ class PostgresStore(TurnRows):
             self._df_caches[kind] = cached
         return cached[2]
 
-    # -- edges ----------------------------------------------------------------------------
-
-    def add_edge(self, c: Conn, src: int, dst: int, etype: str, weight: float,
-                 now: float) -> None:
-        """Create or strengthen a typed edge (weights add up, capped at 1)."""
-        c.execute(
-            "INSERT INTO edges(src, dst, type, weight, created_at, updated_at) "
-            "VALUES (?,?,?,?,?,?) ON CONFLICT(src, dst, type) DO UPDATE SET "
-            "weight = least(1.0, edges.weight + excluded.weight), "
-            "updated_at = excluded.updated_at",
-            (src, dst, etype, weight, now, now),
-        )
-
-    def copy_edges(self, c: Conn, old: int, new: int, types: Sequence[str], now: float) -> None:
-        """Give a new version the associative edges of the version it supersedes."""
-        kinds = list(types)
-        c.execute(
-            "INSERT INTO edges(src, dst, type, weight, created_at, updated_at) "
-            "SELECT ?, dst, type, weight, ?, ? FROM edges WHERE src = ? AND dst != ? "
-            "AND type = ANY(?) ON CONFLICT DO NOTHING", (new, now, now, old, new, kinds),
-        )
-        c.execute(
-            "INSERT INTO edges(src, dst, type, weight, created_at, updated_at) "
-            "SELECT src, ?, type, weight, ?, ? FROM edges WHERE dst = ? AND src != ? "
-            "AND type = ANY(?) ON CONFLICT DO NOTHING", (new, now, now, old, new, kinds),
-        )
-
-    def edges_of(self, ids: Sequence[int], types: Sequence[str] | None = None) -> list[Edge]:
-        """Edges touching any of ``ids`` (both directions)."""
-        if not ids:
-            return []
-        idl = [int(i) for i in ids][:_CHUNK]
-        sql = "SELECT src, dst, type, weight FROM edges WHERE (src = ANY(?) OR dst = ANY(?))"
-        args: list[Any] = [idl, idl]
-        if types:
-            sql += " AND type = ANY(?)"
-            args.append(list(types))
-        with self.db.read() as c:
-            rows = c.execute(sql + " ORDER BY src, dst, type", args).fetchall()
-        return [Edge(int(a), int(b), str(t), float(w)) for a, b, t, w in rows]
-
-    # -- turns, journal, scopes, stats, archive -------------------------------------------
-
-    def log_event(self, c: Conn | None, kind: str, data: dict[str, Any],
-                  memory_id: int | None = None, now: float | None = None) -> int:
-        """Append one event to the journal (inside ``c`` if given, else its own
-        transaction); returns its id (see :func:`tideline.store.events.append_event`)."""
-        if c is not None:
-            return append_event(c, self.namespace, kind, data, memory_id=memory_id, now=now)
-        with self.db.write() as conn:
-            return append_event(conn, self.namespace, kind, data, memory_id=memory_id, now=now)
-
-    def events(self, *, kinds: Sequence[str] | None = None, limit: int = 50,
-               since: float | None = None) -> list[dict[str, Any]]:
-        """Journal entries, newest first."""
-        sql = "SELECT id, ts, kind, memory_id, data FROM events WHERE namespace = ?"
-        args: list[Any] = [self.namespace]
-        if kinds:
-            sql += " AND kind = ANY(?)"
-            args.append(list(kinds))
-        if since is not None:
-            sql += " AND ts >= ?"
-            args.append(since)
-        sql += " ORDER BY id DESC LIMIT ?"
-        with self.db.read() as c:
-            rows = c.execute(sql, (*args, limit)).fetchall()
-        return [{"id": r[0], "ts": r[1], "kind": r[2], "memory_id": r[3],
-                 "data": json.loads(r[4])} for r in rows]
-
-    def scopes(self) -> list[str]:
-        """Every scope that holds memories or turns in this namespace."""
-        with self.db.read() as c:
-            rows = c.execute(
-                "SELECT scope FROM memories WHERE namespace = ? UNION "
-                "SELECT scope FROM turns WHERE namespace = ?",
-                (self.namespace, self.namespace),
-            ).fetchall()
-        return sorted(str(r[0]) for r in rows)
-
-    def stats(self) -> dict[str, Any]:
-        """Counts by kind, scope and status, plus turns, edges and events."""
-        ns = self.namespace
-        with self.db.read() as c:
-            def one(sql: str) -> int:
-                return int(c.execute(sql, (ns,)).fetchone()[0])
-
-            def grouped(col: str) -> dict[str, int]:
-                rows = c.execute(
-                    f"SELECT {col}, count(*) FROM memories WHERE namespace = ? GROUP BY {col}",  # noqa: S608
-                    (ns,)).fetchall()
-                return {str(k): int(v) for k, v in rows}
-
-            return {
-                "memories": one("SELECT count(*) FROM memories WHERE namespace = ?"),
-                "by_kind": grouped("kind"),
-                "by_scope": grouped("scope"),
-                "by_status": grouped("status"),
-                "turns": one("SELECT count(*) FROM turns WHERE namespace = ?"),
-                "sessions": one("SELECT count(DISTINCT session) FROM turns WHERE namespace = ?"),
-                "edges": {str(k): int(v) for k, v in c.execute(
-                    "SELECT e.type, count(*) FROM edges e JOIN memories m ON m.id = e.src "
-                    "WHERE m.namespace = ? GROUP BY e.type", (ns,)).fetchall()},
-                "events": one("SELECT count(*) FROM events WHERE namespace = ?"),
-            }
+    # -- archive --------------------------------------------------------------------------
 
     def archive_snapshot(
         self, namespace: str | None

@@ -1,30 +1,25 @@
-"""Raw turns of a PostgreSQL store (the turn half of :class:`PostgresStore`)."""
+"""Raw turns of a PostgreSQL store: what differs from the shared turn reads of
+:class:`tideline.store.turns.TurnRows` (the insert under a session lock, the batched
+key lookup, the neighbour join)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tideline.models import Turn
 from tideline.store.postgres.connection import LOCK_SESSION, Conn
-from tideline.store.rows import PENDING_FLAG, turn_from_row
 from tideline.store.rows import TURN_COLUMNS as _TURN_COLUMNS
+from tideline.store.rows import mark_pending, turn_from_row
 
 if TYPE_CHECKING:
     from tideline.store.postgres.connection import Database
 
-__all__ = ["TurnRows", "mark_pending"]
+__all__ = ["TurnRows"]
 
 _CHUNK = 1000
-
-
-def mark_pending(c: Conn) -> None:
-    """Note, inside the writer's transaction, that a row was stored without its vector
-    (:mod:`tideline.store.sqlite.pending` fills it in later)."""
-    c.execute("INSERT INTO db_meta(key, value) VALUES (?, '1') "
-              "ON CONFLICT(key) DO UPDATE SET value = '1'", (PENDING_FLAG,))
 
 
 class TurnRows:
@@ -100,47 +95,6 @@ class TurnRows:
             out.append(tid)
         return out
 
-    def previous_turn(self, session: str, turn_index: int) -> Turn | None:
-        """The turn just before ``turn_index`` in a session, if stored."""
-        found = self.session_turns(session, around=turn_index - 1, radius=0, limit=1)
-        return found[0] if found else None
-
-    def next_turn_index(self, session: str) -> int:
-        """The next free turn index in a session, as of now (a hint: see ``insert_turns``)."""
-        with self.db.read() as c:
-            row = c.execute(
-                "SELECT max(turn_index) FROM turns WHERE namespace = ? AND session = ?",
-                (self.namespace, session),
-            ).fetchone()
-        return 0 if row[0] is None else int(row[0]) + 1
-
-    def get_turns(self, ids: Iterable[int]) -> dict[int, Turn]:
-        """Turns by internal id."""
-        wanted = list(dict.fromkeys(int(i) for i in ids))
-        out: dict[int, Turn] = {}
-        with self.db.read() as c:
-            for start in range(0, len(wanted), _CHUNK):
-                rows = c.execute(
-                    f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? "  # noqa: S608
-                    f"AND id = ANY(?)", (self.namespace, wanted[start:start + _CHUNK]),
-                ).fetchall()
-                for row in rows:
-                    t = turn_from_row(row)
-                    out[t.id] = t
-        return out
-
-    def speakers_since(self, after_id: int) -> tuple[int, list[tuple[str, str]]]:
-        """The newest turn id and the distinct (scope, speaker) pairs of turns after
-        ``after_id`` (turn ids only grow, so a caller can keep a running set)."""
-        with self.db.read() as c:
-            last = c.execute("SELECT max(id) FROM turns").fetchone()[0]
-            if last is None or int(last) <= after_id:
-                return after_id, []
-            rows = c.execute(
-                "SELECT DISTINCT scope, speaker FROM turns WHERE id > ? AND namespace = ?",
-                (after_id, self.namespace)).fetchall()
-        return int(last), [(str(a), str(b)) for a, b in rows]
-
     def neighbour_turns(self, hits: Sequence[Turn], radius: int = 1) -> list[Turn]:
         """The turns within ``radius`` places of each hit in its own session (hits included)."""
         if not hits:
@@ -153,33 +107,4 @@ class TurnRows:
                "AND t.turn_index BETWEEN w.lo AND w.hi WHERE t.namespace = ?")
         with self.db.read() as c:
             rows = c.execute(sql, args).fetchall()
-        return [turn_from_row(r) for r in rows]
-
-    def turns_between(self, scopes: Sequence[str], start: float, end: float,
-                      limit: int) -> list[Turn]:
-        """Turns of ``scopes`` spoken in ``[start, end)`` (by their timestamp), oldest first."""
-        sql = (f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? "  # noqa: S608
-               f"AND scope = ANY(?) AND ts >= ? AND ts < ? ORDER BY ts, id LIMIT ?")
-        with self.db.read() as c:
-            rows = c.execute(sql, (self.namespace, list(scopes), start, end, limit)).fetchall()
-        return [turn_from_row(r) for r in rows]
-
-    def session_turns(self, session: str, *, around: int | None = None, radius: int = 3,
-                      limit: int = 200, scopes: Sequence[str] | None = None) -> list[Turn]:
-        """Turns of one session in order, optionally only those near a turn index.
-
-        ``scopes`` keeps only turns of those scopes (a session name is not unique across
-        projects); None reads every scope (internal callers that place a turn themselves).
-        """
-        sql = f"SELECT {_TURN_COLUMNS} FROM turns WHERE namespace = ? AND session = ?"  # noqa: S608
-        args: list[Any] = [self.namespace, session]
-        if scopes is not None:
-            sql += " AND scope = ANY(?)"
-            args.append(list(scopes))
-        if around is not None:
-            sql += " AND turn_index BETWEEN ? AND ?"
-            args += [around - radius, around + radius]
-        sql += " ORDER BY turn_index LIMIT ?"
-        with self.db.read() as c:
-            rows = c.execute(sql, (*args, limit)).fetchall()
         return [turn_from_row(r) for r in rows]

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from tideline.errors import SchemaTooNew, StoreCorrupt, StoreError
 from tideline.store.dialect import SQLITE, SQLiteDialect
+from tideline.store.meta import MetaRows
 from tideline.store.sqlite import presence
 from tideline.store.sqlite.errors import from_sqlite
 from tideline.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
@@ -29,7 +30,7 @@ __all__ = ["Database", "connect_readonly", "peek_meta", "prune_backups"]
 DB_FILE = "tideline.db"
 
 
-class Database:
+class Database(MetaRows):
     """One connection to the store's SQLite file, safe to share between threads.
 
     A new store is created only in a new or empty directory; a database that is
@@ -157,31 +158,10 @@ class Database:
 
     # -- meta, migrations, backups --------------------------------------------------------
 
-    def get_meta(self, key: str) -> str | None:
-        """Read one ``db_meta`` value."""
-        with self.read() as db:
-            row = db.execute("SELECT value FROM db_meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
-
-    def set_meta(self, key: str, value: str) -> None:
-        """Write one ``db_meta`` value."""
-        with self.write() as db:
-            db.execute(
-                "INSERT INTO db_meta(key, value) VALUES (?, ?) "
-                "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-                (key, value),
-            )
-
-    def schema_version(self) -> int:
-        """The number of migrations applied to this file."""
-        with self.read() as db:
-            exists = db.execute(
-                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'db_meta'"
-            ).fetchone()
-            if not exists:
-                return 0
-            row = db.execute("SELECT value FROM db_meta WHERE key = 'schema_version'").fetchone()
-        return int(row[0]) if row else 0
+    def _has_meta_table(self, c: sqlite3.Connection) -> bool:
+        return c.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'db_meta'"
+        ).fetchone() is not None
 
     def _migrate(self) -> int | None:
         try:

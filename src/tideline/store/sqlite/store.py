@@ -2,13 +2,15 @@
 
 One file holds everything; the full-text tables and the vector log are kept in
 step with the rows inside the same short transaction. Vector index files are
-derived from the ``vectors`` table (see :mod:`tideline.recall.vector_index`).
+derived from the ``vectors`` table (see :mod:`tideline.recall.vector_index`). The
+row code both backends share is in :class:`~tideline.store.namespace.NamespaceRows`;
+this module keeps what is SQLite's own (FTS5 rows, vector blobs and their change log,
+the single-writer turn insert, planner hints).
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -17,13 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tideline.errors import EmbedderMismatch, NotFound
-from tideline.models import Edge, LexicalQuery, MemoryRecord, Turn
-from tideline.store.events import append_event
+from tideline.models import LexicalQuery, MemoryRecord, Turn
+from tideline.store.namespace import NamespaceRows
 from tideline.store.rows import (
     MEMORY_COLUMNS,
     TURN_COLUMNS,
-    json_list,
     mark_pending,
     memory_from_row,
     memory_index_text,
@@ -37,7 +37,6 @@ from tideline.store.view import placeholders
 if TYPE_CHECKING:
     from tideline.embed.base import Embedder, Vectors
     from tideline.recall.vectors import VectorSpaces
-    from tideline.store.agent import AgentReader
     from tideline.store.sqlite.dump import SQLiteLoader, SQLiteSnapshot
 
 __all__ = ["SQLiteStore", "SpaceSource"]
@@ -117,7 +116,7 @@ class SpaceSource:
         return np.asarray(keys, dtype=np.int64), matrix
 
 
-class SQLiteStore:
+class SQLiteStore(NamespaceRows):
     """Rows of one namespace in one SQLite file.
 
     Args:
@@ -134,6 +133,8 @@ class SQLiteStore:
     """
 
     backend = "sqlite"
+    db: Database
+    _no_index = "+"
 
     def __init__(
         self, directory: Path, namespace: str, marker: str, *, busy_timeout_ms: int = 5_000,
@@ -152,17 +153,6 @@ class SQLiteStore:
                       "USING fts5vocab(main, memories_fts, row)")
             c.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.turns_vocab "
                       "USING fts5vocab(main, turns_fts, row)")
-
-    def _check_marker(self, marker: str) -> None:
-        stored = self.db.get_meta("embedder")
-        if stored is None:
-            with self.db.write() as c:
-                c.execute(
-                    "INSERT OR IGNORE INTO db_meta(key, value) VALUES ('embedder', ?)", (marker,)
-                )
-            stored = self.db.get_meta("embedder")
-        if stored != marker:
-            raise EmbedderMismatch(str(stored), marker)
 
     def close(self) -> None:
         """Close the database connection."""
@@ -204,13 +194,6 @@ class SQLiteStore:
             size = 0
         return {"backend": self.backend, "database": str(self.db.path),
                 "schema_version": self.db.schema_version(), "bytes": size}
-
-    @property
-    def agent(self) -> AgentReader:
-        """The reads (and small writes) of injection, hooks and importers in this namespace."""
-        from tideline.store.agent import AgentReader
-
-        return AgentReader(self.db, self.namespace)
 
     def doctor(
         self, embedder: Embedder, vectors: VectorSpaces, *, repair: bool,
@@ -258,10 +241,6 @@ class SQLiteStore:
 
         return VectorSpaces(self, dim, marker)
 
-    def space(self, kind: str, scope: str) -> str:
-        """Name of the vector space for memories (``m``) or turns (``t``) of one scope."""
-        return f"{kind}:{self.namespace}:{scope}"
-
     def source(self, kind: str, scope: str, dim: int) -> SpaceSource:
         """The :class:`SpaceSource` of one space."""
         return SpaceSource(self.db, self.space(kind, scope), dim)
@@ -281,34 +260,6 @@ class SQLiteStore:
             return None
         return int(row[0]), str(row[1]), float(row[2]), row[3]
 
-    def insert_memory(
-        self, c: sqlite3.Connection, rec: MemoryRecord, vector: np.ndarray | None
-    ) -> int:
-        """Insert a memory with its index rows inside the caller's transaction."""
-        cur = c.execute(
-            "INSERT INTO memories(namespace, scope, kind, gesture, context, cognition_direction, "
-            "tags, entities_role, related_entities, source_links, importance, emotional, "
-            "recurrence, unresolved, weight, strength, stability, reinforcements, last_access, "
-            "status, version, supersedes, event_time, recorded_at, updated_at) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                self.namespace, rec.scope, rec.kind, rec.gesture, rec.context,
-                rec.cognition_direction, json_list(rec.tags), rec.entities_role,
-                json_list(rec.related_entities), json_list(rec.source_links), rec.importance,
-                rec.emotional, rec.recurrence, rec.unresolved, rec.weight, rec.strength,
-                rec.stability,
-                rec.reinforcements, rec.last_access, rec.status, rec.version, rec.supersedes,
-                rec.event_time, rec.recorded_at, rec.updated_at,
-            ),
-        )
-        mid = int(cur.lastrowid or 0)
-        self._index_memory(c, mid, rec)
-        if vector is not None:
-            self._put_vector(c, self.space("m", rec.scope), mid, vector)
-        else:
-            mark_pending(c)
-        return mid
-
     def _index_memory(self, c: sqlite3.Connection, mid: int, rec: MemoryRecord) -> None:
         body = memory_index_text(rec)
         c.execute("DELETE FROM memories_fts WHERE rowid = ?", (mid,))
@@ -317,6 +268,15 @@ class SQLiteStore:
             "INSERT INTO memories_fts(rowid, body) VALUES (?, ?)", (mid, fts.index_text(body))
         )
         c.execute("INSERT INTO memories_tri(rowid, body) VALUES (?, ?)", (mid, body))
+
+    def _unindex_memory(self, c: sqlite3.Connection, mid: int) -> None:
+        c.execute("DELETE FROM memories_fts WHERE rowid = ?", (mid,))
+        c.execute("DELETE FROM memories_tri WHERE rowid = ?", (mid,))
+
+    def _index_turn(self, c: sqlite3.Connection, tid: int, speaker: str, text: str) -> None:
+        body = turn_index_text(speaker, text)
+        c.execute("INSERT INTO turns_fts(rowid, body) VALUES (?, ?)", (tid, fts.index_text(body)))
+        c.execute("INSERT INTO turns_tri(rowid, body) VALUES (?, ?)", (tid, body))
 
     def _put_vector(self, c: sqlite3.Connection, space: str, key: int, vector: np.ndarray) -> None:
         blob = np.ascontiguousarray(vector, dtype=np.float32).tobytes()
@@ -331,74 +291,6 @@ class SQLiteStore:
         cur = c.execute("DELETE FROM vectors WHERE space = ? AND key = ?", (space, key))
         if cur.rowcount:
             c.execute("INSERT INTO vector_log(space, key, present) VALUES (?, ?, 0)", (space, key))
-
-    def update_memory(self, c: sqlite3.Connection, rec: MemoryRecord) -> None:
-        """Write back every mutable field of ``rec`` (same id) and refresh its index rows."""
-        c.execute(
-            "UPDATE memories SET kind=?, gesture=?, context=?, cognition_direction=?, tags=?, "
-            "entities_role=?, related_entities=?, source_links=?, importance=?, emotional=?, "
-            "recurrence=?, unresolved=?, weight=?, strength=?, stability=?, reinforcements=?, "
-            "last_access=?, status=?, version=?, event_time=?, updated_at=? "
-            "WHERE id = ? AND namespace = ?",
-            (
-                rec.kind, rec.gesture, rec.context, rec.cognition_direction, json_list(rec.tags),
-                rec.entities_role, json_list(rec.related_entities), json_list(rec.source_links),
-                rec.importance, rec.emotional, rec.recurrence, rec.unresolved, rec.weight,
-                rec.strength, rec.stability, rec.reinforcements, rec.last_access, rec.status,
-                rec.version, rec.event_time, rec.updated_at, rec.id, self.namespace,
-            ),
-        )
-        self._index_memory(c, rec.id, rec)
-
-    def set_status(self, c: sqlite3.Connection, mid: int, status: str, now: float) -> None:
-        """Change a memory's status (e.g. to ``superseded``) and bump its version."""
-        c.execute(
-            "UPDATE memories SET status = ?, version = version + 1, updated_at = ? "
-            "WHERE id = ? AND namespace = ?",
-            (status, now, mid, self.namespace),
-        )
-
-    def record_write_key(
-        self, c: sqlite3.Connection, key: str, mid: int, decision: str, similarity: float,
-        nearest: int | None, now: float, *, refresh: bool = False,
-    ) -> None:
-        """Remember the outcome of an idempotency key (``refresh``: replace an older one)."""
-        verb = "INSERT OR REPLACE" if refresh else "INSERT OR IGNORE"
-        c.execute(
-            f"{verb} INTO write_keys(namespace, key, memory_id, decision, similarity, "
-            "nearest, created_at) VALUES (?,?,?,?,?,?,?)",
-            (self.namespace, key, mid, decision, similarity, nearest, now),
-        )
-
-    def delete_memory(self, c: sqlite3.Connection, mid: int) -> MemoryRecord:
-        """Really delete a memory: row, full-text rows, vector, edges, idempotency keys.
-
-        Raises:
-            NotFound: no such memory in this namespace.
-        """
-        rec = self.get_memory(mid, c)
-        c.execute("DELETE FROM memories_fts WHERE rowid = ?", (mid,))
-        c.execute("DELETE FROM memories_tri WHERE rowid = ?", (mid,))
-        self._drop_vector(c, self.space("m", rec.scope), mid)
-        c.execute("DELETE FROM write_keys WHERE namespace = ? AND memory_id = ?",
-                  (self.namespace, mid))
-        c.execute("DELETE FROM attention_log WHERE namespace = ? AND memory_id = ?",
-                  (self.namespace, mid))
-        c.execute("DELETE FROM eligibility WHERE namespace = ? AND memory_id = ?",
-                  (self.namespace, mid))
-        c.execute("DELETE FROM memories WHERE id = ? AND namespace = ?", (mid, self.namespace))
-        return rec
-
-    def get_memory(self, mid: int, c: sqlite3.Connection | None = None) -> MemoryRecord:
-        """One memory by id.
-
-        Raises:
-            NotFound: no such memory in this namespace.
-        """
-        found = self.get_memories([mid], c)
-        if mid not in found:
-            raise NotFound(f"no memory with id {mid}")
-        return found[mid]
 
     def get_memories(
         self, ids: Iterable[int], c: sqlite3.Connection | None = None
@@ -420,51 +312,6 @@ class SQLiteStore:
                 rec = memory_from_row(row)
                 out[rec.id] = rec
         return out
-
-    def list_memories(
-        self, *, scopes: Sequence[str] | None = None, kind: str | None = None,
-        status: Sequence[str] | None = None, order: str = "recorded_at DESC", limit: int = 50,
-        min_weight: float | None = None,
-    ) -> list[MemoryRecord]:
-        """Memories matching simple filters, newest first by default."""
-        where, args = self._filters(scopes=scopes, kind=kind)
-        if status:
-            where.append(f"status IN ({placeholders(len(status))})")
-            args.extend(status)
-        if min_weight is not None:
-            where.append("weight > ?")
-            args.append(min_weight)
-        if order not in ("recorded_at DESC", "weight DESC", "id ASC", "last_access DESC"):
-            order = "recorded_at DESC"
-        sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} "
-               f"ORDER BY {order} LIMIT ?")
-        with self.db.read() as c:
-            rows = c.execute(sql, (*args, limit)).fetchall()
-        return [memory_from_row(r) for r in rows]
-
-    def _filters(
-        self, *, scopes: Sequence[str] | None, kind: str | None = None, alias: str = "",
-        since: float | None = None, until: float | None = None,
-    ) -> tuple[list[str], list[Any]]:
-        p = f"{alias}." if alias else ""
-        # With an alias (a join from a full-text table) the FTS match must drive the
-        # query; "+" keeps the planner from scanning the scope index instead.
-        plus = "+" if alias else ""
-        where = [f"{plus}{p}namespace = ?"]
-        args: list[Any] = [self.namespace]
-        if scopes is not None:
-            where.append(f"{plus}{p}scope IN ({placeholders(len(scopes))})")
-            args.extend(scopes)
-        if kind:
-            where.append(f"{p}kind = ?")
-            args.append(kind)
-        if since is not None:
-            where.append(f"coalesce({p}event_time, {p}recorded_at) >= ?")
-            args.append(since)
-        if until is not None:
-            where.append(f"coalesce({p}event_time, {p}recorded_at) <= ?")
-            args.append(until)
-        return where, args
 
     def memory_vectors(self, recs: Sequence[MemoryRecord], dim: int) -> dict[int, np.ndarray]:
         """Stored vectors of the given memories (looked up in each one's scope space)."""
@@ -583,50 +430,6 @@ class SQLiteStore:
             self._df_caches[kind] = cached
         return cached[2]
 
-    # -- edges ----------------------------------------------------------------------------
-
-    def add_edge(
-        self, c: sqlite3.Connection, src: int, dst: int, etype: str, weight: float, now: float
-    ) -> None:
-        """Create or strengthen a typed edge (weights add up, capped at 1)."""
-        c.execute(
-            "INSERT INTO edges(src, dst, type, weight, created_at, updated_at) "
-            "VALUES (?,?,?,?,?,?) ON CONFLICT(src, dst, type) DO UPDATE SET "
-            "weight = min(1.0, edges.weight + excluded.weight), updated_at = excluded.updated_at",
-            (src, dst, etype, weight, now, now),
-        )
-
-    def copy_edges(
-        self, c: sqlite3.Connection, old: int, new: int, types: Sequence[str], now: float
-    ) -> None:
-        """Give a new version the associative edges of the version it supersedes."""
-        ph = placeholders(len(types))
-        c.execute(
-            f"INSERT OR IGNORE INTO edges(src, dst, type, weight, created_at, updated_at) "
-            f"SELECT ?, dst, type, weight, ?, ? FROM edges WHERE src = ? AND dst != ? "
-            f"AND type IN ({ph})", (new, now, now, old, new, *types),
-        )
-        c.execute(
-            f"INSERT OR IGNORE INTO edges(src, dst, type, weight, created_at, updated_at) "
-            f"SELECT src, ?, type, weight, ?, ? FROM edges WHERE dst = ? AND src != ? "
-            f"AND type IN ({ph})", (new, now, now, old, new, *types),
-        )
-
-    def edges_of(self, ids: Sequence[int], types: Sequence[str] | None = None) -> list[Edge]:
-        """Edges touching any of ``ids`` (both directions)."""
-        if not ids:
-            return []
-        idl = list(ids)[:900]
-        ph = placeholders(len(idl))
-        sql = f"SELECT src, dst, type, weight FROM edges WHERE (src IN ({ph}) OR dst IN ({ph}))"
-        args: list[Any] = [*idl, *idl]
-        if types:
-            sql += f" AND type IN ({placeholders(len(types))})"
-            args.extend(types)
-        with self.db.read() as c:
-            rows = c.execute(sql, args).fetchall()
-        return [Edge(int(a), int(b), str(t), float(w)) for a, b, t, w in rows]
-
     # -- turns ----------------------------------------------------------------------------
 
     def existing_turn_keys(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
@@ -681,59 +484,13 @@ class SQLiteStore:
                 continue
             places[turn.session] += 1
             tid = int(cur.lastrowid or 0)
-            body = turn_index_text(turn.speaker, turn.text)
-            c.execute("INSERT INTO turns_fts(rowid, body) VALUES (?, ?)",
-                      (tid, fts.index_text(body)))
-            c.execute("INSERT INTO turns_tri(rowid, body) VALUES (?, ?)", (tid, body))
+            self._index_turn(c, tid, turn.speaker, turn.text)
             if vector is not None:
                 self._put_vector(c, self.space("t", turn.scope), tid, vector)
             else:
                 mark_pending(c)
             out.append(tid)
         return out
-
-    def previous_turn(self, session: str, turn_index: int) -> Turn | None:
-        """The turn just before ``turn_index`` in a session, if stored."""
-        found = self.session_turns(session, around=turn_index - 1, radius=0, limit=1)
-        return found[0] if found else None
-
-    def next_turn_index(self, session: str) -> int:
-        """The next free turn index in a session, as of now (a hint: see ``insert_turns``)."""
-        with self.db.read() as c:
-            row = c.execute(
-                "SELECT max(turn_index) FROM turns WHERE namespace = ? AND session = ?",
-                (self.namespace, session),
-            ).fetchone()
-        return 0 if row[0] is None else int(row[0]) + 1
-
-    def get_turns(self, ids: Iterable[int]) -> dict[int, Turn]:
-        """Turns by internal id."""
-        wanted = list(dict.fromkeys(int(i) for i in ids))
-        out: dict[int, Turn] = {}
-        with self.db.read() as c:
-            for start in range(0, len(wanted), 900):
-                chunk = wanted[start:start + 900]
-                rows = c.execute(
-                    f"SELECT {TURN_COLUMNS} FROM turns WHERE +namespace = ? "
-                    f"AND id IN ({placeholders(len(chunk))})",
-                    (self.namespace, *chunk),
-                ).fetchall()
-                for row in rows:
-                    t = turn_from_row(row)
-                    out[t.id] = t
-        return out
-
-    def speakers_since(self, after_id: int) -> tuple[int, list[tuple[str, str]]]:
-        """The newest turn id and the distinct (scope, speaker) pairs of turns after
-        ``after_id`` (turn ids only grow, so a caller can keep a running set)."""
-        with self.db.read() as c:
-            last = c.execute("SELECT max(id) FROM turns").fetchone()[0]
-            if last is None or int(last) <= after_id:
-                return after_id, []
-            rows = c.execute(
-                "SELECT DISTINCT scope, speaker FROM turns WHERE id > ? AND namespace = ?",
-                (after_id, self.namespace)).fetchall()
-        return int(last), [(str(a), str(b)) for a, b in rows]
 
     def neighbour_turns(self, hits: Sequence[Turn], radius: int = 1) -> list[Turn]:
         """The turns within ``radius`` places of each hit in its own session (hits included)."""
@@ -746,39 +503,6 @@ class SQLiteStore:
         sql = f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? AND ({where})"
         with self.db.read() as c:
             rows = c.execute(sql, args).fetchall()
-        return [turn_from_row(r) for r in rows]
-
-    def turns_between(
-        self, scopes: Sequence[str], start: float, end: float, limit: int
-    ) -> list[Turn]:
-        """Turns of ``scopes`` spoken in ``[start, end)`` (by their timestamp), oldest first."""
-        sql = (f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? "
-               f"AND scope IN ({placeholders(len(scopes))}) AND ts >= ? AND ts < ? "
-               f"ORDER BY ts LIMIT ?")
-        with self.db.read() as c:
-            rows = c.execute(sql, (self.namespace, *scopes, start, end, limit)).fetchall()
-        return [turn_from_row(r) for r in rows]
-
-    def session_turns(
-        self, session: str, *, around: int | None = None, radius: int = 3, limit: int = 200,
-        scopes: Sequence[str] | None = None,
-    ) -> list[Turn]:
-        """Turns of one session in order, optionally only those near a turn index.
-
-        ``scopes`` keeps only turns of those scopes (a session name is not unique across
-        projects); None reads every scope (internal callers that place a turn themselves).
-        """
-        sql = f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? AND session = ?"
-        args: list[Any] = [self.namespace, session]
-        if scopes is not None:
-            sql += f" AND scope IN ({placeholders(len(scopes))})"
-            args.extend(scopes)
-        if around is not None:
-            sql += " AND turn_index BETWEEN ? AND ?"
-            args += [around - radius, around + radius]
-        sql += " ORDER BY turn_index LIMIT ?"
-        with self.db.read() as c:
-            rows = c.execute(sql, (*args, limit)).fetchall()
         return [turn_from_row(r) for r in rows]
 
     def search_turns(
@@ -853,77 +577,3 @@ class SQLiteStore:
         from tideline.store.sqlite import dump
 
         return dump.load(self, dim)
-
-    # -- journal, scopes, stats -----------------------------------------------------------
-
-    def log_event(
-        self, c: sqlite3.Connection | None, kind: str, data: dict[str, Any],
-        memory_id: int | None = None, now: float | None = None,
-    ) -> int:
-        """Append one event to the journal (inside ``c`` if given, else its own
-        transaction); returns its id (see :func:`tideline.store.events.append_event`)."""
-        if c is not None:
-            return append_event(c, self.namespace, kind, data, memory_id=memory_id, now=now)
-        with self.db.write() as conn:
-            return append_event(conn, self.namespace, kind, data, memory_id=memory_id, now=now)
-
-    def events(
-        self, *, kinds: Sequence[str] | None = None, limit: int = 50, since: float | None = None
-    ) -> list[dict[str, Any]]:
-        """Journal entries, newest first."""
-        sql = "SELECT id, ts, kind, memory_id, data FROM events WHERE namespace = ?"
-        args: list[Any] = [self.namespace]
-        if kinds:
-            sql += f" AND kind IN ({placeholders(len(kinds))})"
-            args.extend(kinds)
-        if since is not None:
-            sql += " AND ts >= ?"
-            args.append(since)
-        sql += " ORDER BY id DESC LIMIT ?"
-        with self.db.read() as c:
-            rows = c.execute(sql, (*args, limit)).fetchall()
-        return [
-            {"id": r[0], "ts": r[1], "kind": r[2], "memory_id": r[3], "data": json.loads(r[4])}
-            for r in rows
-        ]
-
-    def scopes(self) -> list[str]:
-        """Every scope that holds memories or turns in this namespace."""
-        with self.db.read() as c:
-            rows = c.execute(
-                "SELECT scope FROM memories WHERE namespace = ? UNION "
-                "SELECT scope FROM turns WHERE namespace = ?",
-                (self.namespace, self.namespace),
-            ).fetchall()
-        return sorted(str(r[0]) for r in rows)
-
-    def stats(self) -> dict[str, Any]:
-        """Counts by kind, scope and status, plus turns, edges and events."""
-        ns = self.namespace
-        with self.db.read() as c:
-            def grouped(col: str) -> dict[str, int]:
-                rows = c.execute(
-                    f"SELECT {col}, count(*) FROM memories WHERE namespace = ? GROUP BY {col}",
-                    (ns,),
-                ).fetchall()
-                return {str(k): int(v) for k, v in rows}
-
-            return {
-                "memories": int(c.execute("SELECT count(*) FROM memories WHERE namespace = ?",
-                                          (ns,)).fetchone()[0]),
-                "by_kind": grouped("kind"),
-                "by_scope": grouped("scope"),
-                "by_status": grouped("status"),
-                "turns": int(c.execute("SELECT count(*) FROM turns WHERE namespace = ?",
-                                       (ns,)).fetchone()[0]),
-                "sessions": int(c.execute(
-                    "SELECT count(DISTINCT session) FROM turns WHERE namespace = ?",
-                    (ns,)).fetchone()[0]),
-                "edges": dict(c.execute(
-                    "SELECT e.type, count(*) FROM edges e JOIN memories m ON m.id = e.src "
-                    "WHERE m.namespace = ? GROUP BY e.type", (ns,)).fetchall()),
-                "events": int(c.execute("SELECT count(*) FROM events WHERE namespace = ?",
-                                        (ns,)).fetchone()[0]),
-            }
-
-

@@ -1,0 +1,113 @@
+"""The row code every backend's store shares over one namespace: memories and edges
+(:mod:`tideline.store.memories`), turn reads (:mod:`tideline.store.turns`), the journal,
+the scopes and the counts — portable SQL, so each backend keeps only what differs.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from tideline.errors import EmbedderMismatch
+from tideline.store.events import append_event
+from tideline.store.memories import MemoryRows
+from tideline.store.turns import TurnRows
+from tideline.store.view import placeholders
+
+if TYPE_CHECKING:
+    from tideline.store.agent import AgentReader
+
+__all__ = ["NamespaceRows"]
+
+
+class NamespaceRows(MemoryRows, TurnRows):
+    """The shared base of the SQLite and the PostgreSQL store."""
+
+    def _check_marker(self, marker: str) -> None:
+        """Record the embedder marker of a new store; refuse one built with another.
+
+        Raises:
+            EmbedderMismatch: the store was built with another embedder.
+        """
+        stored = self.db.get_meta("embedder")
+        if stored is None:
+            with self.db.write() as c:
+                c.execute("INSERT INTO db_meta(key, value) VALUES ('embedder', ?) "
+                          "ON CONFLICT (key) DO NOTHING", (marker,))
+            stored = self.db.get_meta("embedder")
+        if stored != marker:
+            raise EmbedderMismatch(str(stored), marker)
+
+    @property
+    def agent(self) -> AgentReader:
+        """The reads (and small writes) of injection, hooks and importers in this namespace."""
+        from tideline.store.agent import AgentReader
+
+        return AgentReader(self.db, self.namespace)
+
+    def space(self, kind: str, scope: str) -> str:
+        """Name of the vector space for memories (``m``) or turns (``t``) of one scope."""
+        return f"{kind}:{self.namespace}:{scope}"
+
+    def log_event(self, c: Any, kind: str, data: dict[str, Any],
+                  memory_id: int | None = None, now: float | None = None) -> int:
+        """Append one event to the journal (inside ``c`` if given, else its own
+        transaction); returns its id (see :func:`tideline.store.events.append_event`)."""
+        if c is not None:
+            return append_event(c, self.namespace, kind, data, memory_id=memory_id, now=now)
+        with self.db.write() as conn:
+            return append_event(conn, self.namespace, kind, data, memory_id=memory_id, now=now)
+
+    def events(self, *, kinds: Sequence[str] | None = None, limit: int = 50,
+               since: float | None = None) -> list[dict[str, Any]]:
+        """Journal entries, newest first."""
+        sql = "SELECT id, ts, kind, memory_id, data FROM events WHERE namespace = ?"
+        args: list[Any] = [self.namespace]
+        if kinds:
+            sql += f" AND kind IN ({placeholders(len(kinds))})"
+            args.extend(kinds)
+        if since is not None:
+            sql += " AND ts >= ?"
+            args.append(since)
+        sql += " ORDER BY id DESC LIMIT ?"
+        with self.db.read() as c:
+            rows = c.execute(sql, (*args, limit)).fetchall()
+        return [{"id": r[0], "ts": r[1], "kind": r[2], "memory_id": r[3],
+                 "data": json.loads(r[4])} for r in rows]
+
+    def scopes(self) -> list[str]:
+        """Every scope that holds memories or turns in this namespace."""
+        with self.db.read() as c:
+            rows = c.execute(
+                "SELECT scope FROM memories WHERE namespace = ? UNION "
+                "SELECT scope FROM turns WHERE namespace = ?",
+                (self.namespace, self.namespace),
+            ).fetchall()
+        return sorted(str(r[0]) for r in rows)
+
+    def stats(self) -> dict[str, Any]:
+        """Counts by kind, scope and status, plus turns, edges and events."""
+        ns = self.namespace
+        with self.db.read() as c:
+            def one(sql: str) -> int:
+                return int(c.execute(sql, (ns,)).fetchone()[0])
+
+            def grouped(col: str) -> dict[str, int]:
+                rows = c.execute(
+                    f"SELECT {col}, count(*) FROM memories WHERE namespace = ? GROUP BY {col}",
+                    (ns,)).fetchall()
+                return {str(k): int(v) for k, v in rows}
+
+            return {
+                "memories": one("SELECT count(*) FROM memories WHERE namespace = ?"),
+                "by_kind": grouped("kind"),
+                "by_scope": grouped("scope"),
+                "by_status": grouped("status"),
+                "turns": one("SELECT count(*) FROM turns WHERE namespace = ?"),
+                "sessions": one("SELECT count(DISTINCT session) FROM turns WHERE namespace = ?"),
+                "edges": {str(k): int(v) for k, v in c.execute(
+                    "SELECT e.type, count(*) FROM edges e JOIN memories m ON m.id = e.src "
+                    "WHERE m.namespace = ? GROUP BY e.type", (ns,)).fetchall()},
+                "events": one("SELECT count(*) FROM events WHERE namespace = ?"),
+            }
