@@ -24,11 +24,10 @@ from tideline.errors import InputTooLarge, InvalidInput, NotFound
 from tideline.inject.tuning import InjectTuning
 from tideline.models import ImportResult, MemoryRecord, RecallPacket, Turn, WriteResult
 from tideline.project import ProjectInfo
-from tideline.recall.vectors import VectorSpaces
 from tideline.runtime import Runtime
 from tideline.scopes import GLOBAL_KINDS
 from tideline.store import peek_meta
-from tideline.store.sqlite import SQLiteStore
+from tideline.store.base import Store, VectorSearch
 from tideline.write.validate import (
     clean_callback,
     clean_flag,
@@ -97,10 +96,10 @@ class Memory:
 
     config: _Part[Config] = _Part("config")
     project: _Part[str | None] = _Part("project")
-    store: _Part[SQLiteStore] = _Part("store")
+    store: _Part[Store] = _Part("store")
     embedder: _Part[Embedder] = _Part("embedder")
     embed_guard: _Part[EmbedGuard] = _Part("guard")
-    vectors: _Part[VectorSpaces] = _Part("vectors")
+    vectors: _Part[VectorSearch] = _Part("vectors")
 
     def __init__(self, config: Config, embedder: Embedder, *, project: str | None = None) -> None:
         self._rt = Runtime.build(config, embedder, project=project)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from tests.sleep.conftest import age
 
 from tideline import Memory
 from tideline.report.html import render_html
 from tideline.report.text import render_text
+
+pytestmark = pytest.mark.backends
 
 
 def activity(mem: Memory) -> dict[str, int]:
