@@ -898,23 +898,6 @@ class Memory:
         return read_context(self._rt, self._agent, memory_id=memory_id, query=query,
                             session=session, around=around, radius=radius, limit=limit, scope=scope)
 
-    def attention_summary(self, *, days: float | None = 30.0,
-                          scope: str | None = None) -> dict[str, Any]:
-        """Clusters (or tags) that recall lights up vs deserts, from ``attention_log``.
-
-        Used until sleep provides ``attention_heatmap``; same shape of answer.
-
-        Raises:
-            InvalidInput: a negative window or bad scope.
-        """
-        if days is not None:
-            days = clean_number(days, "days", lo=0.0, hi=36_500.0)
-        from tideline.scopes import visible_scopes
-
-        info = self._info_for(scope)
-        since = None if days is None else time.time() - days * 86400.0
-        return self._agent.attention_heatmap(visible_scopes(info.name), since)
-
     # -- importers ------------------------------------------------------------------------
 
     def import_claude(
