@@ -16,7 +16,7 @@ from tideline.write.validate import clean_id, clean_ids, clean_int, clean_name, 
 
 if TYPE_CHECKING:
     from tideline.config import Caps
-    from tideline.store.sqlite import SQLiteStore
+    from tideline.store.base import Store
 
 __all__ = ["SelfModel"]
 
@@ -29,7 +29,7 @@ class SelfModel:
         caps: the size caps input is checked against.
     """
 
-    def __init__(self, store: SQLiteStore, caps: Caps) -> None:
+    def __init__(self, store: Store, caps: Caps) -> None:
         self.caps = caps
         self._cognition = CognitionStore(store)
 

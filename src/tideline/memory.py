@@ -24,11 +24,10 @@ from tideline.errors import InputTooLarge, InvalidInput, NotFound, StoreClosed
 from tideline.inject.tuning import InjectTuning
 from tideline.models import ImportResult, MemoryRecord, RecallPacket, Turn, WriteResult
 from tideline.project import ProjectInfo
-from tideline.recall.vectors import VectorSpaces
 from tideline.runtime import Runtime
 from tideline.scopes import GLOBAL_KINDS
 from tideline.store import peek_meta
-from tideline.store.sqlite import SQLiteStore
+from tideline.store.base import Store, VectorSearch
 from tideline.write.validate import (
     clean_callback,
     clean_flag,
@@ -97,10 +96,10 @@ class Memory:
 
     config: _Part[Config] = _Part("config")
     project: _Part[str | None] = _Part("project")
-    store: _Part[SQLiteStore] = _Part("store")
+    store: _Part[Store] = _Part("store")
     embedder: _Part[Embedder] = _Part("embedder")
     embed_guard: _Part[EmbedGuard] = _Part("guard")
-    vectors: _Part[VectorSpaces] = _Part("vectors")
+    vectors: _Part[VectorSearch] = _Part("vectors")
 
     def __init__(self, config: Config, embedder: Embedder, *, project: str | None = None) -> None:
         self._runtime: Runtime | None = Runtime.build(config, embedder, project=project)
@@ -919,23 +918,6 @@ class Memory:
             around = clean_int(around, "around", lo=0)
         return read_context(self._rt, self._agent, memory_id=memory_id, query=query,
                             session=session, around=around, radius=radius, limit=limit, scope=scope)
-
-    def attention_summary(self, *, days: float | None = 30.0,
-                          scope: str | None = None) -> dict[str, Any]:
-        """Clusters (or tags) that recall lights up vs deserts, from ``attention_log``.
-
-        Used until sleep provides ``attention_heatmap``; same shape of answer.
-
-        Raises:
-            InvalidInput: a negative window or bad scope.
-        """
-        if days is not None:
-            days = clean_number(days, "days", lo=0.0, hi=36_500.0)
-        from tideline.scopes import visible_scopes
-
-        info = self._info_for(scope)
-        since = None if days is None else time.time() - days * 86400.0
-        return self._agent.attention_heatmap(visible_scopes(info.name), since)
 
     # -- importers ------------------------------------------------------------------------
 

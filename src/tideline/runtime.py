@@ -23,7 +23,6 @@ from tideline.models import KINDS, MemoryRecord, Turn, compute_weight
 from tideline.recall.engine import RecallEngine
 from tideline.scopes import default_scope, visible_scopes
 from tideline.store import open_store
-from tideline.store.sqlite import SQLiteStore
 from tideline.write.path import Writer
 from tideline.write.validate import (
     clean_id,
@@ -38,7 +37,7 @@ from tideline.write.validate import (
 if TYPE_CHECKING:
     from tideline.config import Config
     from tideline.embed.base import Embedder
-    from tideline.recall.vectors import VectorSpaces
+    from tideline.store.base import Store, VectorSearch
 
 __all__ = ["Parts", "Runtime"]
 
@@ -54,13 +53,13 @@ class Parts(Protocol):
     def config(self) -> Config: ...
 
     @property
-    def store(self) -> SQLiteStore: ...
+    def store(self) -> Store: ...
 
     @property
     def embedder(self) -> Embedder: ...
 
     @property
-    def vectors(self) -> VectorSpaces: ...
+    def vectors(self) -> VectorSearch: ...
 
 
 @dataclass(eq=False)
@@ -79,16 +78,16 @@ class Runtime:
     """
 
     config: Config
-    store: SQLiteStore
+    store: Store
     embedder: Embedder
     guard: EmbedGuard
-    vectors: VectorSpaces
+    vectors: VectorSearch
     writer: Writer
     engine: RecallEngine
     project: str | None = None
 
     @classmethod
-    def build(cls, config: Config, embedder: Embedder, *, store: SQLiteStore | None = None,
+    def build(cls, config: Config, embedder: Embedder, *, store: Store | None = None,
               project: str | None = None) -> Runtime:
         """Open the store (unless given) and build the embedder's parts over it.
 

@@ -13,6 +13,8 @@ from tideline.dream.errors import DreamError, LLMOutputInvalid
 from tideline.dream.prompts import LAYERS, placeholders, render_prompt, template
 from tideline.dream.schemas import SCHEMAS
 
+pytestmark = pytest.mark.backends
+
 
 def _world(mem: Memory) -> dict[str, int]:
     res = mem.add_turns([

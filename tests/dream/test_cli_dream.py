@@ -1,4 +1,6 @@
-"""``tideline dream`` as a user runs it: real subprocesses, a command provider, exit codes."""
+"""``tideline dream`` as a user runs it: real subprocesses, a command provider, exit codes.
+
+The dream runs and the agent's apply run on both backends (tests/backend.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from tests.backend import Backend
 from tests.dream.helpers import DEMO
+
+pytestmark = pytest.mark.backends
 
 # A stand-in for `claude -p`: it reads the prompt on stdin and answers each layer from it.
 FAKE_LLM = r'''
@@ -63,7 +69,7 @@ def _setup(tmp_path: Path) -> tuple[Path, str]:
     return store, f"{sys.executable} {script}"
 
 
-def test_dream_with_a_command_provider(tmp_path: Path) -> None:
+def test_dream_with_a_command_provider(tmp_path: Path, backend: Backend) -> None:
     store, cmd = _setup(tmp_path)
     dry = run("dream", "--provider", "command", "--command", cmd, "--layers", "solidify",
               "--dry-run", store=store)
@@ -87,7 +93,7 @@ def test_dream_with_a_command_provider(tmp_path: Path) -> None:
     assert out.stderr == ""  # --json keeps progress off the terminal
 
 
-def test_print_prompt_and_agent_apply(tmp_path: Path) -> None:
+def test_print_prompt_and_agent_apply(tmp_path: Path, backend: Backend) -> None:
     store, _ = _setup(tmp_path)
     prompt = run("dream", "--print-prompt", "solidify", store=store).stdout
     assert prompt.startswith("# Layer 0 — solidify") and "turn 1 ·" in prompt

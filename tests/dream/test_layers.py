@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from tests.dream.helpers import (
     LLMServer,
     answer,
@@ -17,6 +18,8 @@ from tests.dream.helpers import (
 
 from tideline import Memory
 from tideline.dream.prompts import render_prompt
+
+pytestmark = pytest.mark.backends
 
 
 def _import_demo(mem: Memory) -> dict[str, int]:

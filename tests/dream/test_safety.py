@@ -16,6 +16,8 @@ from tideline.dream.errors import DreamTooLarge, LLMOutputInvalid
 from tideline.dream.plan import plan_layer
 from tideline.dream.schemas import parse_answer, validate
 
+pytestmark = pytest.mark.backends
+
 EMPTY_COMB: dict[str, Any] = {"weights": [], "conflicts": [], "profiles": [],
                               "self_concept": [], "threads": []}
 

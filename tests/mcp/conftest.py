@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import anyio
 import pytest
+from tests.backend import Backend
 from tests.conftest import hashing
 
 from mcp import Client
@@ -29,9 +30,11 @@ def run_with(mem: Memory, body: Callable[[Client], Awaitable[T]]) -> T:
 
 
 @pytest.fixture
-def atlas_mem(tmp_path: Path) -> Iterator[Memory]:
-    """A memory in project ``atlas`` (detected as if by the git root)."""
-    m = Memory.open(tmp_path / "store", embedder=hashing())
+def atlas_mem(tmp_path: Path, backend: Backend) -> Iterator[Memory]:
+    """A memory in project ``atlas`` (detected as if by the git root), on the test's
+    backend (modules marked ``backends`` run on each)."""
+    m = backend.open(tmp_path / "store", embedder=hashing())
+    backend.check(m)
     m.use_project(ProjectInfo("atlas", "git_root", str(tmp_path)))
     try:
         yield m

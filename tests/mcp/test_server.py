@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp.shared.exceptions import MCPError
 from tests.mcp.conftest import run_with, text_of
 
@@ -12,6 +13,8 @@ from mcp import Client
 from tideline import Memory
 from tideline.mcp.server import DREAM_LAYERS, INSTRUCTIONS, TOOL_NAMES
 from tideline.render import FENCE_CLOSE, FENCE_OPEN
+
+pytestmark = pytest.mark.backends
 
 
 def test_tools_are_listed_with_when_to_call_descriptions(atlas_mem: Memory) -> None:

@@ -1,4 +1,8 @@
-"""`tideline serve` as a real subprocess: over stdio, and over HTTP with and without a token."""
+"""`tideline serve` as a real subprocess: over stdio, and over HTTP with and without a token.
+
+The round trips run on both backends (tests/backend.py): on PostgreSQL the server process
+finds the database through ``TIDELINE_DATABASE_URL`` alone, and another host (another
+local directory) reads back what the server stored."""
 
 from __future__ import annotations
 
@@ -14,10 +18,15 @@ from typing import Any
 
 import anyio
 import httpx
+import pytest
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from tests.backend import Backend
+from tests.conftest import hashing
 
 from mcp import Client, StdioServerParameters
+
+pytestmark = pytest.mark.backends
 
 TOKEN = "s3cret-token-for-tests-0123456789"
 
@@ -36,7 +45,19 @@ async def round_trip(client: Client) -> tuple[Any, Any]:
             await client.list_tools())
 
 
-def test_stdio_subprocess(tmp_path: Path) -> None:
+def stored_where_the_backend_keeps_it(backend: Backend, tmp_path: Path) -> None:
+    """The memory the server wrote is in the store: on PostgreSQL seen from another host's
+    local directory (nothing of it lives in the server's own directory)."""
+    home = tmp_path / "s" if backend.is_sqlite else tmp_path / "another-host"
+    with backend.open(home, embedder=hashing(), project="global") as other:
+        backend.check(other)
+        hits = other.recall("orchard exports nightly", scope="global", log=False).items
+        assert hits and "02:00" in hits[0].text
+    if not backend.is_sqlite:
+        assert not (tmp_path / "s" / "tideline.db").exists()
+
+
+def test_stdio_subprocess(tmp_path: Path, backend: Backend) -> None:
     params = StdioServerParameters(command=sys.executable,
                                    args=["-m", "tideline", "serve", "--scope", "orchard"],
                                    env=env_for(tmp_path / "s"), cwd=str(tmp_path))
@@ -50,6 +71,7 @@ def test_stdio_subprocess(tmp_path: Path) -> None:
     assert "02:00" in recalled.structured_content["items"][0]["text"]
     assert recalled.structured_content["scope"] == "orchard"
     assert len(tools.tools) >= 14
+    stored_where_the_backend_keeps_it(backend, tmp_path)
 
 
 def free_port() -> int:
@@ -84,7 +106,7 @@ def http_server(store: Path, *args: str, **env: str) -> Iterator[tuple[str, subp
             proc.wait(timeout=30)
 
 
-def test_http_on_loopback_without_token(tmp_path: Path) -> None:
+def test_http_on_loopback_without_token(tmp_path: Path, backend: Backend) -> None:
     with http_server(tmp_path / "s") as (url, _proc):
         async def main() -> tuple[Any, Any]:
             async with Client(url) as client:
@@ -92,9 +114,10 @@ def test_http_on_loopback_without_token(tmp_path: Path) -> None:
 
         recalled, _tools = anyio.run(main)
     assert "02:00" in recalled.structured_content["items"][0]["text"]
+    stored_where_the_backend_keeps_it(backend, tmp_path)
 
 
-def test_http_with_token(tmp_path: Path) -> None:
+def test_http_with_token(tmp_path: Path, backend: Backend) -> None:
     with http_server(tmp_path / "s", TIDELINE_MCP_TOKEN=TOKEN) as (url, _proc):
         init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
             "protocolVersion": "2025-06-18", "capabilities": {},
@@ -116,6 +139,7 @@ def test_http_with_token(tmp_path: Path) -> None:
 
         recalled, _tools = anyio.run(main)
     assert "02:00" in recalled.structured_content["items"][0]["text"]
+    stored_where_the_backend_keeps_it(backend, tmp_path)
 
 
 def test_non_loopback_requires_a_token(tmp_path: Path) -> None:

@@ -2,7 +2,9 @@
 
 The provider is installed with `tideline install hermes` into an isolated HERMES_HOME,
 found by Hermes' own plugin loader, checked against its MemoryProvider base class, and
-driven through Hermes' real MemoryManager.
+driven through Hermes' real MemoryManager. The tests that use the memory run on both
+backends (tests/backend.py): on PostgreSQL the provider finds the database through
+``TIDELINE_DATABASE_URL`` alone.
 """
 
 from __future__ import annotations
@@ -16,18 +18,23 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.backend import Backend
 from tests.conftest import hashing
 
 from tideline import Memory
 
+pytestmark = pytest.mark.backends
+
 
 @pytest.fixture
-def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+def hermes_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                backend: Backend) -> Iterator[Path]:
     home = tmp_path / "hermes"
     store = tmp_path / "store"
     repo = tmp_path / "orchard"
     (repo / ".git").mkdir(parents=True)
     seed = Memory.open(store, embedder=hashing(), project="orchard")
+    backend.check(seed)
     seed.write("Orchard exports run as a nightly cron job at 02:00", scope="orchard",
                importance=5, emotional=4, recurrence=4, unresolved=3, tags=["exports"])
     seed.update_self_concept("fact", "I am Hermes working on orchard.")
@@ -62,7 +69,8 @@ def test_installed_provider_is_found_and_selected(hermes_home: Path) -> None:
     assert any(s["name"] == "tideline_recall" for s in provider.get_tool_schemas())
 
 
-def test_provider_through_the_memory_manager(hermes_home: Path, tmp_path: Path) -> None:
+def test_provider_through_the_memory_manager(hermes_home: Path, tmp_path: Path,
+                                             backend: Backend) -> None:
     from agent.memory_manager import MemoryManager
     from plugins.memory import load_memory_provider
 
@@ -105,7 +113,10 @@ def test_provider_through_the_memory_manager(hermes_home: Path, tmp_path: Path) 
     manager.on_session_end(messages)
     manager.shutdown_all()
 
-    mem = Memory.open(tmp_path / "store", embedder=hashing())
+    # On PostgreSQL, read back from another host: what the provider stored is in the database.
+    mem = Memory.open(tmp_path / ("store" if backend.is_sqlite else "another-host"),
+                      embedder=hashing())
+    backend.check(mem)
     try:
         turns = mem.read_context(session="hs-1", limit=20, scope="orchard")["turns"]
         texts = [t["text"] for t in turns]

@@ -291,7 +291,7 @@ REPRODUCERS = [
     "m.recall('x', limit='abc')", "m.recall('x', limit=2.5)", "m.recall('x', limit=INF)",
     "m.events(limit=None)", "m.events(limit=-1)", "m.events(kinds=['\\ud800'])",
     "m.events(kinds=[5])", "m.reflect(5, 0.5)", "m.reflect([1], NAN)", "m.reflect([1], INF)",
-    "m.reflect('12', 0.5)", "m.attention_summary(days=INF)", "m.attention_heatmap(days='30')",
+    "m.reflect('12', 0.5)", "m.attention_heatmap(days=INF)", "m.attention_heatmap(days='30')",
     "m.read_context(session='s', around=2**63)", "m.read_context(query='x', radius=1.5)",
     "m.inject_brief(budget=NAN)", "m.add_turns([{'text': 'x', 'turn_index': 2**63}])",
     "m.add_turns([{'text': 'x', 'timestamp': NAN}])", "m.add_turns(5)",

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from tests.sleep.conftest import age
 
 from tideline import Memory
 from tideline.report.html import render_html
 from tideline.report.text import render_text
+
+pytestmark = pytest.mark.backends
 
 
 def activity(mem: Memory) -> dict[str, int]:
@@ -88,3 +91,20 @@ def test_html_escapes_stored_text(mem: Memory) -> None:
     assert page.count("small interactivity on top of the inline SVG") == 1  # never re-expanded
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "https://" not in page
+
+
+def test_one_heatmap_groups_by_tag_until_sleep_clusters(mem: Memory) -> None:
+    """Issue 11 "one attention heatmap": the MCP tool used a second, tag-grouped heatmap
+    (`Memory.attention_summary`, found through a getattr fallback) whenever sleep had not
+    clustered yet; `Memory.attention_heatmap` itself then answered with no grouping at
+    all. Now the one heatmap carries the tag grouping itself until clusters exist."""
+    mem.remember("atlas nightly job exports CSV", tags=["csv"])
+    mem.remember("kafka keeps seven days", tags=["kafka"])
+    mem.recall("atlas nightly CSV export")
+    for heat in (mem.attention_heatmap(), mem.attention_heatmap(all_scopes=True, days=1)):
+        assert heat["clusters_total"] == 0
+        by_tag = heat["by_tag"]
+        assert by_tag["hits"] >= 1 and {g["label"] for g in by_tag["lit"]} == {"csv"}
+        assert {g["label"] for g in by_tag["deserts"]} == {"kafka"}
+        json.dumps(heat)
+    assert not hasattr(mem, "attention_summary")

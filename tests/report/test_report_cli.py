@@ -1,4 +1,7 @@
-"""The sleep/report/heatmap/scan commands as a user runs them, and the HTML in Chromium."""
+"""The sleep/report/heatmap/scan commands as a user runs them, and the HTML in Chromium.
+
+The commands run on both backends (tests/backend.py): on PostgreSQL every process finds
+the database through ``TIDELINE_DATABASE_URL``."""
 
 from __future__ import annotations
 
@@ -10,8 +13,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+from tests.backend import Backend
+
 from tideline import Memory
 from tideline.embed import HashingEmbedder
+
+pytestmark = pytest.mark.backends
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -41,7 +49,7 @@ def seed(store: Path) -> None:
         run("recall", q, "--scope", "atlas", "--json", store=store)
 
 
-def test_sleep_command_gate_only_and_errors(tmp_path: Path) -> None:
+def test_sleep_command_gate_only_and_errors(tmp_path: Path, backend: Backend) -> None:
     store = tmp_path / "s"
     seed(store)
     first = j(run("sleep", "--json", store=store))
@@ -59,7 +67,7 @@ def test_sleep_command_gate_only_and_errors(tmp_path: Path) -> None:
     assert bad.returncode == 3 and bad.stderr.startswith("tideline: error: invalid_input")
 
 
-def test_report_heatmap_scan_commands(tmp_path: Path) -> None:
+def test_report_heatmap_scan_commands(tmp_path: Path, backend: Backend) -> None:
     store = tmp_path / "s"
     seed(store)
     run("sleep", "--json", store=store)
@@ -75,6 +83,8 @@ def test_report_heatmap_scan_commands(tmp_path: Path) -> None:
     assert "hits in 30 days" in run("heatmap", store=store).stdout
     scan = j(run("scan", "--json", store=store))
     assert len(scan["track_a"]) == 5 and scan["markdown"].startswith("# Unindexed context")
+    if not backend.is_sqlite:  # everything above came from the database
+        assert not (store / "tideline.db").exists()
 
 
 def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:

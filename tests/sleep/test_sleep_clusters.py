@@ -138,6 +138,7 @@ def test_attention_logs_clusters_and_the_heatmap_finds_deserts(mem: Memory) -> N
     heat = mem.attention_heatmap(top=50)
     json.dumps(heat)
     assert heat["total_hits"] == len(logged) and heat["unclustered_hits"] == 0
+    assert "by_tag" not in heat  # clusters exist: the tag grouping steps aside
     lit = heat["lit"][0]
     assert lit["hits"] >= 4 and lit["heat"] == 1.0
     assert any(w in lit["label"] for w in ("violin", "cello", "concert", "music"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from tests.backend import scalar
 from tests.sleep.conftest import DAY, co_recall
 
@@ -11,6 +12,8 @@ from tideline import Memory
 from tideline.config import SleepTuning
 from tideline.sleep.orchestrate import run_sleep
 from tideline.sleep.plasticity import Recall, learn
+
+pytestmark = pytest.mark.backends
 
 T = SleepTuning()
 

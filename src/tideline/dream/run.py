@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from tideline.dream.providers import Provider
     from tideline.dream.settings import DreamSettings
     from tideline.runtime import Runtime
-    from tideline.store.sqlite import SQLiteStore
+    from tideline.store.base import Store
 
 __all__ = ["apply_answer", "check_request", "run"]
 
@@ -180,6 +180,6 @@ def apply_answer(
     return result
 
 
-def _journal_call(store: SQLiteStore, rec: CallRecord, dry_run: bool) -> None:
+def _journal_call(store: Store, rec: CallRecord, dry_run: bool) -> None:
     """One ``dream_call`` event in its own short transaction (never around the call)."""
     store.log_event(None, "dream_call", rec.data(dry_run))

@@ -162,7 +162,8 @@ def _session_start(run: _Run) -> HookOutcome:
     from tideline.hooks import warm
 
     # Prompts will follow: get the model loaded in the background before the first one.
-    summary["warm_started"] = warm.spawn(run.config.home, run.config.namespace)
+    summary["warm_started"] = warm.spawn(run.config.home, run.config.namespace,
+                                         database=run.config.database)
     return HookOutcome(stdout=_context(run.event, result.text) if result.text else "",
                        summary=summary)
 

@@ -25,6 +25,10 @@ quick as the later ones.
 * ``TIDELINE_WARM``: ``auto`` (default) starts it only for stores whose embedder loads a
   model (e5, http), ``always`` for any store, ``0``/``off`` never (the prompt hook then
   always works in-process).
+* On PostgreSQL (``$TIDELINE_DATABASE_URL``) the store's embedder marker is read from the
+  database, not from the local directory (which holds no database then): both for the
+  ``auto`` choice and for the server's check that the embedder has not changed. The URL
+  reaches the server through its environment, never its command line.
 
 Run by hand: ``python -m tideline.hooks.warm --store DIR [--namespace NAME]``.
 """
@@ -69,17 +73,25 @@ def enabled() -> bool:
     return mode() != "off"
 
 
-def wanted(home: Path) -> bool:
+def wanted(home: Path, *, database: str | None = None) -> bool:
     """Whether a warm server is worth starting for this store.
 
     In ``auto`` mode only when the store's embedder loads a model (not ``hashing``).
+
+    Args:
+        home: the store directory.
+        database: the store's ``postgresql://`` URL (None: the SQLite file in ``home``).
+
+    Raises:
+        BackendUnavailable: the URL names a backend this installation lacks.
     """
     current = mode()
     if current != "auto":
         return current == "always"
     from tideline.store import peek_meta
 
-    marker = peek_meta(home, "embedder") or (os.environ.get("TIDELINE_EMBEDDER") or "e5")
+    marker = (peek_meta(home, "embedder", database=database)
+              or os.environ.get("TIDELINE_EMBEDDER") or "e5")
     return not marker.startswith("hashing")
 
 
@@ -213,9 +225,18 @@ def wait_ready(home: Path, namespace: str, *, limit: float | None = None) -> boo
     return path.exists()
 
 
-def spawn(home: Path, namespace: str) -> bool:
-    """Start the warm server in the background unless one runs; returns True if started."""
-    if not wanted(home) or _starting_pid(home, namespace) is not None or \
+def spawn(home: Path, namespace: str, *, database: str | None = None) -> bool:
+    """Start the warm server in the background unless one runs; returns True if started.
+
+    Args:
+        home: the store directory.
+        namespace: the namespace it serves.
+        database: the store's ``postgresql://`` URL (None: the SQLite file in ``home``).
+
+    Raises:
+        BackendUnavailable: the URL names a backend this installation lacks.
+    """
+    if not wanted(home, database=database) or _starting_pid(home, namespace) is not None or \
             alive(home, namespace):
         return False
     cmd = [sys.executable, "-m", "tideline.hooks.warm", "--store", str(home),
@@ -226,6 +247,8 @@ def spawn(home: Path, namespace: str) -> bool:
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     env.setdefault("TIDELINE_EMBED_THREADS", "1")
+    if database:  # in the environment: a password in argv is visible to every user
+        env["TIDELINE_DATABASE_URL"] = database
     kwargs: dict[str, Any] = {"stdin": subprocess.DEVNULL, "stdout": subprocess.DEVNULL,
                               "stderr": subprocess.DEVNULL, "close_fds": True, "env": env}
     if os.name == "posix":
@@ -295,8 +318,20 @@ def _clear_marker(home: Path, namespace: str) -> None:
         marker.unlink()
 
 
-def serve(home: Path, namespace: str, *, idle: float | None = None) -> int:
-    """Run the warm server until idle; returns the exit status."""
+def serve(home: Path, namespace: str, *, idle: float | None = None,
+          database: str | None = None) -> int:
+    """Run the warm server until idle; returns the exit status.
+
+    Args:
+        home: the store directory.
+        namespace: the namespace to serve.
+        idle: seconds without a request before it exits (default ``$TIDELINE_WARM_IDLE``).
+        database: the store's ``postgresql://`` URL (None: ``$TIDELINE_DATABASE_URL``, else
+            the SQLite file in ``home``).
+
+    Raises:
+        TidelineError: the store cannot be opened.
+    """
     import fcntl
 
     from tideline import __version__
@@ -319,7 +354,7 @@ def serve(home: Path, namespace: str, *, idle: float | None = None) -> int:
             time.sleep(0.05)
     idle_s = idle if idle is not None else float(os.environ.get(ENV_IDLE) or DEFAULT_IDLE_S)
     try:
-        mem = Memory.open(home, namespace=namespace)
+        mem = Memory.open(home, namespace=namespace, database=database)
         # Load the model, the vector index and the full-text pages before the first prompt
         # arrives: one prefetch that journals nothing.
         mem.embedder.embed_query("warm up")
@@ -332,6 +367,7 @@ def serve(home: Path, namespace: str, *, idle: float | None = None) -> int:
         lock.close()
         raise
     marker = mem.embedder.marker
+    where = mem.config.database  # the embedder is the store's: read it where the store is
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -357,7 +393,7 @@ def serve(home: Path, namespace: str, *, idle: float | None = None) -> int:
                 except (OSError, ValueError):
                     continue
                 if request.get("version") != __version__ or \
-                        peek_meta(home, "embedder") not in (None, marker):
+                        peek_meta(home, "embedder", database=where) not in (None, marker):
                     with contextlib.suppress(OSError):
                         _send(conn, {"ok": False, "error": "stale"})
                     return 0
@@ -386,7 +422,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle", type=float, default=None)
     args = parser.parse_args(argv)
     config = Config.load(home=args.store, namespace=args.namespace)
-    return serve(config.home, config.namespace, idle=args.idle)
+    return serve(config.home, config.namespace, idle=args.idle, database=config.database)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ by default the detected project is used.
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -388,13 +389,9 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
         project: Project = None,
     ) -> Annotated[CallToolResult, AttentionOut]:
         def body() -> CallToolResult:
-            native = getattr(mem, "attention_heatmap", None)
-            data: dict[str, Any] = {}
-            if callable(native):  # sleep's cluster heatmap
-                data = native(scope=project, days=max(1, min(3650, int(days or 3650))))
-            if not data.get("clusters_total"):  # no clusters yet: group by tag instead
-                data["by_tag"] = mem.attention_summary(days=days, scope=project)
-            groups = data if data.get("clusters_total") else data["by_tag"]
+            data = mem.attention_heatmap(scope=project,
+                                         days=max(1, min(3650, math.ceil(days or 3650))))
+            groups = data.get("by_tag", data)  # before sleep has clustered: tags stand in
             lines = [f"lit: {g['label'] or ', '.join(g.get('keywords', [])[:3])} "
                      f"({g['hits']} hits, {g.get('memories', g.get('size'))} memories)"
                      for g in groups.get("lit", [])]

@@ -38,9 +38,8 @@ from tideline.models import LexicalQuery, MemoryRecord, RecallItem, RecallPacket
 from tideline.recall import asking, morph, when
 from tideline.recall.people import SpeakerDirectory, named_people
 from tideline.recall.routing import ClusterRouter
-from tideline.recall.vectors import VectorSpaces
+from tideline.store.base import Store, VectorSearch
 from tideline.store.rows import memory_index_text, turn_index_text
-from tideline.store.sqlite import SQLiteStore
 
 __all__ = ["Candidate", "RecallEngine"]
 
@@ -69,7 +68,7 @@ class RecallEngine:
     """Runs recall for one store."""
 
     def __init__(
-        self, store: SQLiteStore, embedder: Embedder, vectors: VectorSpaces, config: Config,
+        self, store: Store, embedder: Embedder, vectors: VectorSearch, config: Config,
         *, guard: EmbedGuard | None = None,
     ) -> None:
         self.store = store

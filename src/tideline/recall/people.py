@@ -15,7 +15,7 @@ import re
 import threading
 from collections.abc import Iterable, Sequence
 
-from tideline.store.sqlite import SQLiteStore
+from tideline.store.base import Store
 
 __all__ = ["SpeakerDirectory", "named_people"]
 
@@ -62,7 +62,7 @@ class SpeakerDirectory:
     asking again is one indexed ``max(id)`` lookup when nothing changed.
     """
 
-    def __init__(self, store: SQLiteStore, known: Sequence[str] = ()) -> None:
+    def __init__(self, store: Store, known: Sequence[str] = ()) -> None:
         self.store = store
         self.known = tuple(k.strip() for k in known if k.strip())
         self._seen = 0

@@ -20,8 +20,8 @@ import numpy as np
 
 from tideline.config import SleepTuning
 from tideline.models import MemoryRecord
+from tideline.store.base import Store
 from tideline.store.consolidation import ConsolidationStore
-from tideline.store.sqlite import SQLiteStore
 
 __all__ = ["ClusterRouter"]
 
@@ -35,7 +35,7 @@ class ClusterRouter:
         tuning: the sleep settings (``route_*``).
     """
 
-    def __init__(self, store: SQLiteStore, dim: int, tuning: SleepTuning) -> None:
+    def __init__(self, store: Store, dim: int, tuning: SleepTuning) -> None:
         self.cons = ConsolidationStore(store)
         self.store = store
         self.dim = dim

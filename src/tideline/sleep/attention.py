@@ -7,7 +7,9 @@ cluster (clusters are rebuilt), falling back to the cluster logged at recall
 time. "Lit" clusters are the most hit; "deserts" are clusters of some size that
 no recall reached in the window — possible blind spots. The sleep step only
 back-fills the cluster of hits logged before the first clustering and reports
-the heatmap's summary.
+the heatmap's summary. Before sleep has built any cluster the hits are grouped by tag
+instead (``by_tag``), so there is one heatmap for every surface (the report, the CLI,
+the MCP tool).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from tideline.models import iso
 from tideline.sleep.context import SleepContext
 from tideline.store.consolidation import ConsolidationStore
+from tideline.store.reporting import ReportStore
 
 __all__ = ["heatmap", "run"]
 
@@ -45,7 +48,10 @@ def heatmap(
         ``window_days``, ``since``, ``until``, ``total_hits``, ``unclustered_hits``,
         ``clusters`` (every cluster with ``hits``, ``share``, ``heat`` 0–1,
         ``mean_similarity``, ``last_hit``), ``lit``, ``deserts`` and ``grid``
-        (``days`` as ISO dates, ``rows`` of ``{"cluster", "label", "counts"}``).
+        (``days`` as ISO dates, ``rows`` of ``{"cluster", "label", "counts"}``); while
+        there is no cluster yet, also ``by_tag`` (``lit`` and ``deserts`` tags with
+        ``hits`` and ``memories``, hits ``by_tier``, the most recalled ``memories``, see
+        :meth:`tideline.store.reporting.ReportStore.attention_by_tag`).
     """
     end = time.time() if now is None else now
     day0 = datetime.fromtimestamp(end, tz=UTC).date() - timedelta(days=days - 1)
@@ -84,7 +90,7 @@ def heatmap(
                      key=lambda c: (-c["size"], c["id"]))
     grid_rows = [{"cluster": c["id"], "label": c["label"], "scope": c["scope"],
                   "counts": grid.get(c["id"], [0] * days)} for c in lit[:grid_clusters]]
-    return {
+    out: dict[str, Any] = {
         "window_days": days, "since": iso(since), "until": iso(end), "total_hits": total,
         "unclustered_hits": unclustered, "clusters_total": len(out_clusters),
         "lit_count": len(lit), "desert_count": len(deserts),
@@ -92,6 +98,9 @@ def heatmap(
         "grid": {"days": [(day0 + timedelta(days=i)).isoformat() for i in range(days)],
                  "rows": grid_rows},
     }
+    if not out_clusters:
+        out["by_tag"] = ReportStore(cons.store).attention_by_tag(scopes, since, limit=top)
+    return out
 
 
 def run(ctx: SleepContext) -> dict[str, Any]:

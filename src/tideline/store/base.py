@@ -8,8 +8,9 @@ touches :attr:`ViewHost.db`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tideline.store.dialect import Dialect
@@ -17,10 +18,12 @@ from tideline.store.dialect import Dialect
 if TYPE_CHECKING:
     import numpy as np
 
-    from tideline.embed.base import Vectors
-    from tideline.models import LexicalQuery, MemoryRecord, Turn
+    from tideline.embed.base import Embedder, Vectors
+    from tideline.models import Edge, LexicalQuery, MemoryRecord, Turn
+    from tideline.store.agent import AgentReader
 
-__all__ = ["Connection", "Database", "ViewHost", "WriteRows"]
+__all__ = ["ArchiveLoader", "ArchiveSnapshot", "ArchiveStore", "Connection", "Database",
+           "Store", "VectorSearch", "ViewHost", "WriteRows"]
 
 
 class Connection(Protocol):
@@ -87,6 +90,21 @@ class ViewHost(Protocol):
     def events(self, *, kinds: Sequence[str] | None = None, limit: int = 50,
                since: float | None = None) -> list[dict[str, Any]]:
         """Journal entries, newest first."""
+
+    def acquire_sleep_lock(self, holder: str) -> bool | None:
+        """Take the backend's own one-at-a-time sleep lock of this namespace for ``holder``.
+
+        Returns:
+            True when taken (or held by ``holder`` already), False when another session
+            holds it, None when the backend has no lock of its own (SQLite: one file on
+            one host, where the lease row in ``sleep_state`` serialises sleeps).
+
+        Raises:
+            BackendUnavailable: the database server cannot be reached.
+        """
+
+    def release_sleep_lock(self, holder: str) -> None:
+        """Drop the backend's sleep lock if ``holder`` holds it (nothing without one)."""
 
 
 class WriteRows(Protocol):
@@ -166,3 +184,169 @@ class WriteRows(Protocol):
         progress: Callable[[int, int], None] | None = None,
     ) -> dict[str, Any]:
         """Embed rows stored without a vector (``filled``, ``left``)."""
+
+
+class ArchiveSnapshot(Protocol):
+    """One consistent read of a store's rows, table by table (for the archive)."""
+
+    def count(self, table: str) -> int:
+        """Rows of one table in the snapshot."""
+
+    def rows(self, table: str) -> Iterator[dict[str, Any]]:
+        """The rows of one table in key order, blobs as bytes."""
+
+    def meta(self, key: str) -> str | None:
+        """One ``db_meta`` value."""
+
+
+class ArchiveLoader(Protocol):
+    """Archived rows into a store inside one transaction."""
+
+    inserted: dict[str, int]
+    skipped: dict[str, int]
+
+    def meta(self, key: str) -> str | None:
+        """One ``db_meta`` value as the transaction sees it."""
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Write one ``db_meta`` value."""
+
+    def add(self, table: str, row: Mapping[str, Any]) -> None:
+        """Insert one row, or skip it when an identical one is there."""
+
+    def put_vector(self, space: str, key: int, vector: Any) -> None:
+        """Store one vector."""
+
+    def is_new(self, space: str, key: int) -> bool:
+        """Whether the row behind a vector key was inserted by this load, still without one."""
+
+
+class ArchiveStore(Protocol):
+    """What export, import and migrate need from a backend."""
+
+    def archive_snapshot(self, namespace: str | None) -> AbstractContextManager[ArchiveSnapshot]:
+        """A read snapshot of one namespace, or of every one with None."""
+
+    def archive_loader(self, dim: int) -> AbstractContextManager[ArchiveLoader]:
+        """One write transaction that loads archived rows."""
+
+
+class VectorSearch(Protocol):
+    """A backend's vector search over one namespace (``store.vector_spaces(...)``): the
+    local ANN index files on SQLite, pgvector HNSW on PostgreSQL."""
+
+    def search(self, kind: str, scopes: Sequence[str], query: np.ndarray,
+               k: int) -> dict[int, float]:
+        """The ``k`` nearest keys of memories (``m``) or turns (``t``) in ``scopes``,
+        with their cosine similarity."""
+
+    def centroid(self, kind: str, scope: str) -> tuple[np.ndarray, float] | None:
+        """The mean vector of one space and its mean cosine to it (None when empty)."""
+
+    def rebuild_all(self) -> dict[str, int]:
+        """Rebuild every index from the stored vectors; returns the size per space."""
+
+    def close(self) -> None:
+        """Persist what is derived and release it."""
+
+
+class Store(ViewHost, WriteRows, ArchiveStore, Protocol):
+    """Everything the facade, the recall path, sleep, dream, injection, the importers and
+    the report need from an opened store; both backends implement it, and
+    :func:`tideline.store.open_store` returns it."""
+
+    backend: str
+    directory: Path
+    marker: str
+
+    @property
+    def agent(self) -> AgentReader:
+        """The reads (and small writes) of injection, hooks and importers."""
+
+    def close(self) -> None:
+        """Release the connection (or pool) and any sleep lock held."""
+
+    def backup(self, label: str, *, keep: int | None = None,
+               max_bytes: int | None = None) -> Path | None:
+        """A backup file of the database (None where the server keeps the backups).
+
+        Raises:
+            StoreFull: the disk filled up during the copy.
+            StoreError: the copy failed.
+        """
+
+    def describe(self) -> dict[str, Any]:
+        """Where the data lives: backend, database, schema version, size."""
+
+    def doctor(self, embedder: Embedder, vectors: Any, *, repair: bool,
+               progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """Check integrity and, with ``repair``, rebuild what is derived (``vectors``: the
+        store's own :meth:`vector_spaces`)."""
+
+    def reembed(self, new: Embedder, *,
+                progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
+        """Re-embed every row with ``new`` and switch the marker at once.
+
+        Raises:
+            EmbedderError: the new embedder failed (the store is unchanged).
+        """
+
+    def vector_spaces(self, dim: int, marker: str) -> VectorSearch:
+        """The vector search over this namespace."""
+
+    def delete_memory(self, c: Any, mid: int) -> MemoryRecord:
+        """Delete one memory with its index rows, vector and edges (``forget``)."""
+
+    def list_memories(
+        self, *, scopes: Sequence[str] | None = None, kind: str | None = None,
+        status: Sequence[str] | None = None, order: str = "recorded_at DESC", limit: int = 50,
+        min_weight: float | None = None,
+    ) -> list[MemoryRecord]:
+        """Memories by filter, in ``order``."""
+
+    def memory_vectors(self, recs: Sequence[MemoryRecord], dim: int) -> dict[int, np.ndarray]:
+        """The stored vectors of memories (by id; missing ones left out)."""
+
+    def turn_vectors(self, turns: Sequence[Turn], dim: int) -> dict[int, np.ndarray]:
+        """The stored vectors of raw turns (by id; missing ones left out)."""
+
+    def document_frequencies(self, kind: str,
+                             tokens: Sequence[str]) -> tuple[dict[str, int], int]:
+        """How many memories (``m``) or turns (``t``) hold each token, and the total."""
+
+    def edges_of(self, ids: Sequence[int], types: Sequence[str] | None = None) -> list[Edge]:
+        """Edges touching the ids."""
+
+    def search_turns(
+        self, query: LexicalQuery, *, substrings: bool, scopes: Sequence[str], limit: int,
+        since: float | None = None, until: float | None = None,
+    ) -> list[tuple[int, float]]:
+        """Raw-turn ids best first for a lexical query."""
+
+    def next_turn_index(self, session: str) -> int:
+        """The index the next turn of a session gets."""
+
+    def get_turns(self, ids: Iterable[int]) -> dict[int, Turn]:
+        """Raw turns by id (missing ids left out)."""
+
+    def speakers_since(self, after_id: int) -> tuple[int, list[tuple[str, str]]]:
+        """The newest turn id and the (scope, speaker) pairs of turns after ``after_id``."""
+
+    def neighbour_turns(self, hits: Sequence[Turn], radius: int = 1) -> list[Turn]:
+        """The turns around each hit in its session."""
+
+    def turns_between(self, scopes: Sequence[str], start: float, end: float,
+                      limit: int) -> list[Turn]:
+        """Turns of ``scopes`` stamped in ``[start, end]``."""
+
+    def session_turns(
+        self, session: str, *, around: int | None = None, radius: int = 3, limit: int = 200,
+        scopes: Sequence[str] | None = None,
+    ) -> list[Turn]:
+        """The turns of one session (around one index)."""
+
+    def scopes(self) -> list[str]:
+        """Scopes with data."""
+
+    def stats(self) -> dict[str, Any]:
+        """Counts."""

@@ -146,8 +146,8 @@ class ConsolidationStore(NamespaceView):
         Returns:
             None when taken (or already ours), else the current holder.
         """
-        advisory = getattr(self.store, "sleep_lock", None)
-        if advisory is not None and not advisory.acquire(self.ns, holder):
+        advisory = self.store.acquire_sleep_lock(holder)
+        if advisory is False:
             with self.db.read() as c:
                 row = c.execute("SELECT value FROM sleep_state WHERE namespace = ? "
                                 "AND key = 'lock'", (self.ns,)).fetchone()
@@ -156,7 +156,7 @@ class ConsolidationStore(NamespaceView):
         with self.db.write() as c:
             row = c.execute("SELECT value FROM sleep_state WHERE namespace = ? AND key = 'lock'",
                             (self.ns,)).fetchone()
-            if row is not None and advisory is None:
+            if row is not None and advisory is None:  # no backend lock: the lease decides
                 cur = LockHolder(**json.loads(row[0]))
                 if cur.holder != holder and not cur.abandoned(now):
                     return cur
@@ -179,7 +179,6 @@ class ConsolidationStore(NamespaceView):
 
     def release_lock(self, holder: str) -> None:
         """Drop the lock if we hold it."""
-        advisory = getattr(self.store, "sleep_lock", None)
         try:
             with self.db.write() as c:
                 row = c.execute("SELECT value FROM sleep_state WHERE namespace = ? "
@@ -188,8 +187,7 @@ class ConsolidationStore(NamespaceView):
                     c.execute("DELETE FROM sleep_state WHERE namespace = ? AND key = 'lock'",
                               (self.ns,))
         finally:
-            if advisory is not None:
-                advisory.release(self.ns, holder)
+            self.store.release_sleep_lock(holder)
 
     # -- memories: reads ------------------------------------------------------------------
 

@@ -7,9 +7,11 @@ report's window (``day`` 0 is its first day; negative days are before it).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from tideline.store.view import NamespaceView
+from tideline.store.view import placeholders as _ph
 
 __all__ = ["ReportStore"]
 
@@ -131,3 +133,65 @@ class ReportStore(NamespaceView):
                             "status != 'superseded' AND source_links = '[]'",
                             (self.ns,)).fetchone()
         return int(row[0])
+
+    def attention_by_tag(self, scopes: Sequence[str] | None, since: float | None,
+                         limit: int = 25) -> dict[str, Any]:
+        """Which tags (and memories) recall lights up and which stay dark, from
+        ``attention_log``: the attention heatmap's grouping before sleep has built
+        clusters (see :func:`tideline.sleep.attention.heatmap`).
+
+        Args:
+            scopes: memories of these scopes only; None for every scope.
+            since: hits at or after this time (None: all).
+            limit: how many groups and memories to list.
+        """
+        ns = self.ns
+        t0 = since if since is not None else 0.0
+        if scopes is None:
+            with self.db.read() as c:
+                scopes = [str(r[0]) for r in c.execute(
+                    "SELECT DISTINCT scope FROM memories WHERE namespace = ?", (ns,))]
+        scopes = list(scopes) or [""]  # no scope: an IN list that matches nothing
+        with self.db.read() as c:
+            by_tier = dict(c.execute(
+                "SELECT tier, count(*) FROM attention_log WHERE namespace = ? AND ts >= ? "
+                "GROUP BY tier", (ns, t0)).fetchall())
+            mem_rows = c.execute(
+                f"SELECT m.id, count(*) AS n, avg(a.similarity), max(a.ts), m.gesture, "
+                f"m.tags, m.scope FROM attention_log a JOIN memories m ON m.id = a.memory_id "
+                f"WHERE a.namespace = ? AND a.ts >= ? AND m.scope IN ({_ph(len(scopes))}) "
+                "GROUP BY m.id ORDER BY n DESC", (ns, t0, *scopes)).fetchall()
+            cluster_rows = c.execute(
+                "SELECT cluster, count(*) FROM attention_log WHERE namespace = ? AND ts >= ? "
+                "AND cluster IS NOT NULL GROUP BY cluster ORDER BY count(*) DESC",
+                (ns, t0)).fetchall()
+            all_tags = c.execute(
+                f"SELECT j.value, count(*) FROM memories m, "
+                f"{self.db.dialect.json_items('m.tags', 'j')} "
+                f"WHERE m.namespace = ? AND m.scope IN ({_ph(len(scopes))}) "
+                "AND m.status != 'superseded' GROUP BY j.value", (ns, *scopes)).fetchall()
+            dark = c.execute(
+                f"SELECT count(*) FROM memories m WHERE m.namespace = ? "
+                f"AND m.scope IN ({_ph(len(scopes))}) AND m.status != 'superseded' AND NOT EXISTS "
+                "(SELECT 1 FROM attention_log a WHERE a.namespace = m.namespace "
+                "AND a.memory_id = m.id AND a.ts >= ?)", (ns, *scopes, t0)).fetchone()[0]
+        lit_tags: dict[str, int] = {}
+        for row in mem_rows:
+            for tag in json.loads(row[5] or "[]"):
+                lit_tags[tag] = lit_tags.get(tag, 0) + int(row[1])
+        size = {str(t): int(n) for t, n in all_tags}
+        ranked = sorted(size.items(), key=lambda kv: (-lit_tags.get(kv[0], 0), kv[0]))
+        groups = [{"label": t, "hits": lit_tags.get(t, 0), "memories": n} for t, n in ranked]
+        return {
+            "grouping": "cluster" if cluster_rows else "tag",
+            "since": since,
+            "by_tier": {str(k): int(v) for k, v in by_tier.items()},
+            "hits": sum(int(v) for v in by_tier.values()),
+            "lit": [g for g in groups if g["hits"]][:limit],
+            "deserts": [g for g in groups if not g["hits"]][:limit],
+            "clusters": [{"cluster": int(k), "hits": int(n)} for k, n in cluster_rows][:limit],
+            "memories": [{"id": r[0], "hits": int(r[1]), "mean_similarity": round(r[2] or 0, 4),
+                          "last_hit": r[3], "gesture": r[4], "scope": r[6]}
+                         for r in mem_rows[:limit]],
+            "dark_memories": int(dark),
+        }

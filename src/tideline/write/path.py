@@ -41,8 +41,7 @@ from tideline.dynamics import reinforce
 from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
 from tideline.models import Decision, LexicalQuery, MemoryRecord, WriteResult, compute_weight
-from tideline.recall.vectors import VectorSpaces
-from tideline.store.base import WriteRows
+from tideline.store.base import VectorSearch, WriteRows
 
 __all__ = [
     "PreparedWrite", "Writer", "gate_decision", "idempotency_key", "lexical_similarity",
@@ -103,7 +102,7 @@ class Writer:
     """Applies the write path for one store."""
 
     def __init__(
-        self, store: WriteRows, embedder: Embedder, vectors: VectorSpaces, config: Config,
+        self, store: WriteRows, embedder: Embedder, vectors: VectorSearch, config: Config,
         *, guard: EmbedGuard | None = None,
     ) -> None:
         self.store = store

@@ -88,18 +88,34 @@ class PostgresStore(TurnRows, NamespaceRows):
         self.directory = directory
         self.namespace = namespace
         self.marker = marker
-        self.sleep_lock = SleepLocks(url)
+        self._sleep_locks = SleepLocks(url)
         if check_marker:
             self._check_marker(marker)
 
     def close(self) -> None:
         """Release this process's sleep locks and close the connection pool."""
-        self.sleep_lock.close()
+        self._sleep_locks.close()
         self.db.close()
 
     def transaction(self) -> contextlib.AbstractContextManager[Conn]:
         """A short write transaction."""
         return self.db.write()
+
+    def acquire_sleep_lock(self, holder: str) -> bool:
+        """Take this namespace's sleep lock across every host: a session advisory lock
+        on a connection of its own, so it dies with its holder.
+
+        Returns:
+            Whether ``holder`` holds it now.
+
+        Raises:
+            BackendUnavailable: the server cannot be reached.
+        """
+        return self._sleep_locks.acquire(self.namespace, holder)
+
+    def release_sleep_lock(self, holder: str) -> None:
+        """Drop the advisory sleep lock if ``holder`` holds it."""
+        self._sleep_locks.release(self.namespace, holder)
 
     def backup(self, label: str, *, keep: int | None = None,
                max_bytes: int | None = None) -> Path | None:

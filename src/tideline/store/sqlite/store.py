@@ -167,6 +167,18 @@ class SQLiteStore(NamespaceRows):
         """
         return self.db.write()
 
+    def acquire_sleep_lock(self, holder: str) -> None:
+        """No lock of the backend's own: one file on one host, where the lease row in
+        ``sleep_state`` (taken inside a ``BEGIN IMMEDIATE``) serialises sleeps.
+
+        Returns:
+            None.
+        """
+        return None
+
+    def release_sleep_lock(self, holder: str) -> None:
+        """Nothing to drop (see :meth:`acquire_sleep_lock`)."""
+
     def backup(self, label: str, *, keep: int | None = None,
                max_bytes: int | None = None) -> Path | None:
         """Copy the database into ``backups/`` (SQLite's online backup API).
