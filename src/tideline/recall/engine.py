@@ -155,6 +155,7 @@ class RecallEngine:
 
         profile = self.embedder.profile
         dated: set[tuple[str, int]] = set()
+        dated_trust = False
         for cand in cands.values():
             if cand.type == "memory":
                 text = memory_index_text(memories[cand.key])
@@ -173,6 +174,10 @@ class RecallEngine:
             if window is not None and self._in_window(cand, window, memories, turns):
                 cand.score += tune.when_boost
                 dated.add((cand.type, cand.key))
+                # The named date is evidence of its own: an item from then that is
+                # related to the query and holds some of its words is trusted.
+                dated_trust = dated_trust or (cand.similarity >= profile.floor
+                                              and cand.keyword >= tune.when_trust > 0)
 
         if include_memories:
             self._spread(qv, cands, memories, scopes, kind, since, until, now)
@@ -183,7 +188,7 @@ class RecallEngine:
         margin = _margin_z([c.similarity for c in cands.values() if c.source == "vector"
                             or c.similarity > 0])
         trusted = (best_sim >= profile.abstain or margin >= profile.margin
-                   or (bool(terms) and best_kw >= tune.keyword_trust))
+                   or (bool(terms) and best_kw >= tune.keyword_trust) or dated_trust)
         if include_memories and not degraded:
             self._route(qv, cands, memories, scopes, kind, since, until, now)
         if turns:
