@@ -167,9 +167,8 @@ class RecallEngine:
             cand.score = self._relevance(cand, profile.floor)
             if cand.type == "memory":
                 cand.score *= self._salience(memories[cand.key], now)
-            elif tune.question_discount > 0:
-                cand.asked = 1.0 - tune.question_discount * asking.question_share(
-                    turns[cand.key].text)
+            else:
+                cand.asked = self._asked(turns[cand.key].text)
                 cand.score *= cand.asked
             if window is not None and self._in_window(cand, window, memories, turns):
                 cand.score += tune.when_boost
@@ -295,7 +294,9 @@ class RecallEngine:
         (``neighbour_factor``) of its hit's score, unless it already scores more itself;
         it comes in as a ``graph`` item (an edge of the session's order). The share is
         of the hit's score before the question discount (the reply answers what the
-        question asked), capped at the hit's own score.
+        question asked), capped at the hit's own score, times the neighbour's own
+        question discount: a neighbour that only asks back ("What got you into it?")
+        holds no more answer than any other question turn.
         """
         tune = self.config.recall
         best = sorted((c for c in cands.values() if c.type == "turn"),
@@ -316,14 +317,20 @@ class RecallEngine:
                     continue
                 known = cands.get(("turn", n.id))
                 if known is None:
+                    asked = self._asked(n.text)
                     turns[n.id] = n
                     vec = sims.get(n.id)
                     cands[("turn", n.id)] = Candidate(
                         "turn", n.id, "graph",
                         similarity=float(vec @ qv) if vec is not None else 0.0,
-                        score=score)
-                elif known.score < score:
-                    known.score = score
+                        score=score * asked, asked=asked)
+                elif known.score < score * known.asked:
+                    known.score = score * known.asked
+
+    def _asked(self, text: str) -> float:
+        """The question discount's factor of a turn (1 for a turn that only tells)."""
+        share = self.config.recall.question_discount
+        return 1.0 - share * asking.question_share(text) if share > 0 else 1.0
 
     def _favour_named(
         self, query: str, cands: dict[tuple[str, int], Candidate], turns: dict[int, Turn],
