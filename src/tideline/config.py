@@ -74,6 +74,10 @@ class RecallTuning:
     when_boost: float = 0.3
     when_after_days: float = 7.0
     when_turns: int = 400
+    # An item from that window related to the query (cosine at least the floor) and
+    # holding when_trust of its keywords (IDF-weighted) makes the packet trusted: the
+    # date matched is evidence beside the words (0 disables).
+    when_trust: float = 0.2
     # The turns next to the best neighbour_hits turn hits come in with neighbour_factor
     # of the hit's score (the reply to a question, the sentence after "guess what").
     neighbour_hits: int = 20

@@ -65,3 +65,22 @@ def test_the_reply_to_a_question_hit_inherits_its_undiscounted_score(store_dir: 
         packet = mem.recall("running marathon training", log=False, limit=5)
     by_id = {i.message_id: i for i in packet.items}
     assert by_id["reply"].score >= by_id["ask"].score > 0
+
+
+def test_a_neighbour_that_only_asks_keeps_its_own_discount(store_dir: Path) -> None:
+    """LoCoMo: 145 of the top-10 slots went to question turns pulled in beside a hit
+    ("Wow! Did you see that band?") and none held evidence; a neighbour now scores
+    ``neighbour_factor`` of its hit times its own question discount."""
+    with Memory.open(store_dir, embedder=hashing(), project="global") as mem:
+        mem.add_turns([
+            {"session": "s1", "speaker": "Bo", "id": "tell",
+             "text": "Running the marathon training plan, it was hard."},
+            {"session": "s1", "speaker": "Ana", "id": "asks-back",
+             "text": "Oh wow, who coached you?"},
+        ] + [{"session": "s3", "speaker": "Cy", "text": f"weather note {i}"}
+             for i in range(30)], source="chat")
+        packet = mem.recall("running marathon training", log=False, limit=5)
+    by_id = {i.message_id: i for i in packet.items}
+    tune = Config().recall
+    expected = by_id["tell"].score * tune.neighbour_factor * (1 - tune.question_discount)
+    assert 0 < by_id["asks-back"].score <= expected + 1e-3

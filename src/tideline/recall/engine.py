@@ -154,6 +154,7 @@ class RecallEngine:
 
         profile = self.embedder.profile
         dated: set[tuple[str, int]] = set()
+        dated_trust = False
         for cand in cands.values():
             if cand.type == "memory":
                 text = memory_index_text(memories[cand.key])
@@ -165,13 +166,16 @@ class RecallEngine:
             cand.score = self._relevance(cand, profile.floor)
             if cand.type == "memory":
                 cand.score *= self._salience(memories[cand.key], now)
-            elif tune.question_discount > 0:
-                cand.asked = 1.0 - tune.question_discount * asking.question_share(
-                    turns[cand.key].text)
+            else:
+                cand.asked = self._asked(turns[cand.key].text)
                 cand.score *= cand.asked
             if window is not None and self._in_window(cand, window, memories, turns):
                 cand.score += tune.when_boost
                 dated.add((cand.type, cand.key))
+                # The named date is evidence of its own: an item from then that is
+                # related to the query and holds some of its words is trusted.
+                dated_trust = dated_trust or (cand.similarity >= profile.floor
+                                              and cand.keyword >= tune.when_trust > 0)
 
         if include_memories:
             self._spread(qv, cands, memories, scopes, kind, since, until, now)
@@ -182,7 +186,7 @@ class RecallEngine:
         margin = _margin_z([c.similarity for c in cands.values() if c.source == "vector"
                             or c.similarity > 0])
         trusted = (best_sim >= profile.abstain or margin >= profile.margin
-                   or (bool(terms) and best_kw >= tune.keyword_trust))
+                   or (bool(terms) and best_kw >= tune.keyword_trust) or dated_trust)
         if include_memories and not degraded:
             self._route(qv, cands, memories, scopes, kind, since, until, now)
         if turns:
@@ -289,7 +293,9 @@ class RecallEngine:
         (``neighbour_factor``) of its hit's score, unless it already scores more itself;
         it comes in as a ``graph`` item (an edge of the session's order). The share is
         of the hit's score before the question discount (the reply answers what the
-        question asked), capped at the hit's own score.
+        question asked), capped at the hit's own score, times the neighbour's own
+        question discount: a neighbour that only asks back ("What got you into it?")
+        holds no more answer than any other question turn.
         """
         tune = self.config.recall
         best = sorted((c for c in cands.values() if c.type == "turn"),
@@ -310,14 +316,20 @@ class RecallEngine:
                     continue
                 known = cands.get(("turn", n.id))
                 if known is None:
+                    asked = self._asked(n.text)
                     turns[n.id] = n
                     vec = sims.get(n.id)
                     cands[("turn", n.id)] = Candidate(
                         "turn", n.id, "graph",
                         similarity=float(vec @ qv) if vec is not None else 0.0,
-                        score=score)
-                elif known.score < score:
-                    known.score = score
+                        score=score * asked, asked=asked)
+                elif known.score < score * known.asked:
+                    known.score = score * known.asked
+
+    def _asked(self, text: str) -> float:
+        """The question discount's factor of a turn (1 for a turn that only tells)."""
+        share = self.config.recall.question_discount
+        return 1.0 - share * asking.question_share(text) if share > 0 else 1.0
 
     def _favour_named(
         self, query: str, cands: dict[tuple[str, int], Candidate], turns: dict[int, Turn],
