@@ -5,8 +5,11 @@ SQLite has one writer at a time, so a read-check-write inside a transaction hold
 here writes run concurrently (READ COMMITTED), and the checks that must hold until
 commit take a lock instead: an idempotency key read inside a write locks that key
 (advisory), a session's next turn index locks that session (advisory), and memories
-read inside a write are locked ``FOR UPDATE`` (in id order, so two writers never
-wait on each other in a circle).
+read inside a write are locked ``FOR NO KEY UPDATE`` (in id order, so two writers
+never wait on each other in a circle). ``NO KEY``: a write never changes a memory's
+id, and the weaker lock does not block the key-share lock a foreign key check takes,
+so a writer linking a new memory to a row (an edge) does not queue behind another
+writer potentiating that row.
 """
 
 from __future__ import annotations
@@ -321,14 +324,14 @@ class PostgresStore(TurnRows):
         return found[mid]
 
     def get_memories(self, ids: Iterable[int], c: Conn | None = None) -> dict[int, MemoryRecord]:
-        """Memories by id (missing ids are left out); locked ``FOR UPDATE`` in a write."""
+        """Memories by id (missing ids are left out); locked ``FOR NO KEY UPDATE`` in a write."""
         wanted = sorted(dict.fromkeys(int(i) for i in ids))
         out: dict[int, MemoryRecord] = {}
         if not wanted:
             return out
         with contextlib.ExitStack() as stack:
             conn = c if c is not None else stack.enter_context(self.db.read())
-            lock = " ORDER BY id FOR UPDATE" if conn.writing else ""
+            lock = " ORDER BY id FOR NO KEY UPDATE" if conn.writing else ""
             for start in range(0, len(wanted), _CHUNK):
                 chunk = wanted[start:start + _CHUNK]
                 rows = conn.execute(
