@@ -8,9 +8,11 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.conftest import hashing
 
 from tideline import Memory
-from tideline.errors import StoreBusy, StoreError
+from tideline.config import Config
+from tideline.errors import InvalidInput, StoreBusy, StoreError
 from tideline.store.postgres import open_postgres
 from tideline.store.postgres.connection import Database
 
@@ -73,3 +75,22 @@ def test_a_write_is_pipelined_and_still_exact(tmp_path: Path, pg_url: str) -> No
             assert c.pipeline is None  # reads stay one autocommit statement each
     finally:
         db.close()
+
+
+def test_the_pool_size_is_a_setting(pg_url: str, tmp_path: Path,
+                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """``TIDELINE_DATABASE_POOL_SIZE`` (or ``database_pool_size``) sizes each process's
+    pool of connections (4 before: fixed), and a bad value is refused before anything
+    opens."""
+    monkeypatch.setenv("TIDELINE_DATABASE_POOL_SIZE", "12")
+    assert Config.load().database_pool_size == 12
+    with Memory.open(tmp_path / "a", database=pg_url, embedder=hashing(),
+                     project="global") as mem:
+        assert mem.store.db.pool.max_size == 12
+    cfg = Config.load(home=tmp_path / "b", database=pg_url, database_pool_size=2)
+    with Memory.open(config=cfg, embedder=hashing(), project="global") as mem:
+        assert mem.store.db.pool.max_size == 2
+    for bad in ("0", "many", "-3"):
+        monkeypatch.setenv("TIDELINE_DATABASE_POOL_SIZE", bad)
+        with pytest.raises(InvalidInput, match="(?i)pool_size"):
+            Config.load()

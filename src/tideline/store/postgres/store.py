@@ -71,6 +71,7 @@ class PostgresStore(TurnRows):
         retries: see :class:`~tideline.store.postgres.connection.Database`.
         lock_timeout_ms: see :class:`~tideline.store.postgres.connection.Database`.
         check_marker: refuse a store built with another embedder.
+        pool_size: see :class:`~tideline.store.postgres.connection.Database`.
 
     Raises:
         EmbedderMismatch: the store was built with another embedder.
@@ -82,9 +83,10 @@ class PostgresStore(TurnRows):
 
     def __init__(
         self, url: str, directory: Path, namespace: str, marker: str, *, retries: int = 6,
-        lock_timeout_ms: int = 5_000, check_marker: bool = True,
+        lock_timeout_ms: int = 5_000, check_marker: bool = True, pool_size: int = 4,
     ) -> None:
-        self.db = Database(url, directory, retries=retries, lock_timeout_ms=lock_timeout_ms)
+        self.db = Database(url, directory, retries=retries, lock_timeout_ms=lock_timeout_ms,
+                           pool_size=pool_size)
         self._df_caches: dict[str, tuple[int, float, dict[str, int]]] = {}
         self.directory = directory
         self.namespace = namespace
