@@ -50,7 +50,11 @@ def test_writers_bench_loses_nothing(capsys: pytest.CaptureFixture[str]) -> None
         (b, w) for b in BACKENDS for w in (1, 2)]
     for r in runs:
         assert r["errors"] == 0 and r["acked"] == [r["expected"]] and r["writes_per_s"] > 0
+        # The CPU one write costs: the writers' own, and the embedded server's on PostgreSQL.
+        assert r["client_cpu_ms"] > 0 and r["cpu_ms"] >= r["client_cpu_ms"]
+        assert r["server_cpu_ms"] == 0.0 if r["backend"] == "sqlite" else r["server_cpu_ms"] > 0
     assert set(lines[-1]["writes_per_s"]) == set(BACKENDS)
+    assert set(lines[-1]["cpu_ms_per_write"]) == set(BACKENDS)
 
 
 def test_unknown_backend_is_refused() -> None:

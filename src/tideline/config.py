@@ -218,6 +218,11 @@ class Config:
         database: a ``postgresql://`` URL to keep the memory in (``$TIDELINE_DATABASE_URL``);
             None keeps it in the SQLite file of ``home``. With a database, ``home`` is
             this host's local state (caches) only.
+        database_pool_size: most connections one process keeps open to the PostgreSQL
+            server (``$TIDELINE_DATABASE_POOL_SIZE``, default 4). One thread uses one
+            connection at a time; raise it for a ``tideline serve --http`` host that
+            answers many requests at once (each waits up to 10 s for a free connection,
+            then retries). Unused on SQLite.
     """
 
     home: Path = field(default_factory=default_home)
@@ -236,6 +241,7 @@ class Config:
     meanwhile), so a down endpoint costs one timeout per interval, not one per call."""
     known_persons: tuple[str, ...] = ()
     database: str | None = None
+    database_pool_size: int = 4
     caps: Caps = field(default_factory=Caps)
     recall: RecallTuning = field(default_factory=RecallTuning)
     dynamics: Dynamics = field(default_factory=Dynamics)
@@ -264,7 +270,7 @@ class Config:
             values["embed_url"] = env["TIDELINE_EMBED_URL"]
         if env.get("TIDELINE_EMBED_MODEL"):
             values["embed_model"] = env["TIDELINE_EMBED_MODEL"]
-        for name in ("backups_keep", "backups_max_mb"):
+        for name in ("backups_keep", "backups_max_mb", "database_pool_size"):
             var = f"TIDELINE_{name.upper()}"
             if env.get(var):
                 values[name] = _int(env[var], var)
@@ -290,6 +296,10 @@ class Config:
             if name in values and (isinstance(values[name], bool)
                                    or not isinstance(values[name], int) or values[name] < 0):
                 raise InvalidInput(f"{name} must be a whole number >= 0, got {values[name]!r}")
+        pool = values.get("database_pool_size", 4)
+        if isinstance(pool, bool) or not isinstance(pool, int) or not 1 <= pool <= 1000:
+            raise InvalidInput(f"database_pool_size must be a whole number from 1 to 1000, "
+                               f"got {pool!r}")
         return cls(**values)
 
     def __post_init__(self) -> None:

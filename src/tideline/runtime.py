@@ -108,6 +108,7 @@ class Runtime:
             store = open_store(
                 config.home, config.namespace, embedder.marker, database=config.database,
                 busy_timeout_ms=config.busy_timeout_ms, retries=config.busy_retries,
+                pool_size=config.database_pool_size,
             )
         opened = store
 

@@ -9,6 +9,13 @@ finished; the median of ``--runs`` runs is reported, SQLite first as the baselin
 the machine. On SQLite every writer opens the one directory; on PostgreSQL each writer
 has its own local directory (a host of its own) and the same database. One JSON line per
 backend and writer count, then one line side by side.
+
+The machine's cores are shared, so each line also gives the CPU time one write costs:
+the writer processes' own (``client_cpu_ms``) and the embedded PostgreSQL server's
+(``server_cpu_ms``: the postmaster and every child process, those that ended
+included), each over the acknowledged writes, median of the runs.
+With W writers on C cores, writes/s cannot pass ``1000 · C / cpu_ms`` however well the
+store scales; the CPU figure is the one that tells a backend's cost apart from the load.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import random
 import statistics
 import tempfile
@@ -43,6 +51,7 @@ def _writer(where: Place, home: str, worker: int, count: int, ready: Any, go: An
                      **where.open_args()) as mem:
         ready.put(worker)
         go.wait()
+        cpu = time.process_time()
         for i in range(count):
             text = (f"writer {worker} note {i}: the " + " ".join(rng.sample(_WORDS, 6))
                     + f" (ref W{worker}-{i})")
@@ -51,7 +60,36 @@ def _writer(where: Place, home: str, worker: int, count: int, ready: Any, go: An
                 acked += 1
             except Exception as exc:  # counted and reported, the run goes on
                 errors.append(f"{type(exc).__name__}: {exc}")
-    out.put((worker, acked, errors[:5], len(errors)))
+        cpu = time.process_time() - cpu
+    out.put((worker, acked, errors[:5], len(errors), cpu))
+
+
+def _postmaster(base: Path) -> int | None:
+    """The pid of the embedded server that :func:`place` started under ``base`` (its
+    ``postmaster.pid``); None for a server given by URL, whose processes may be elsewhere."""
+    try:
+        return int((base / "pg" / "postmaster.pid").read_text().split()[0])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _server_cpu(postmaster: int) -> float:
+    """CPU seconds of the postmaster, its live children and its ended (reaped) children."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # a process that ended while being read
+        # After the name: state ppid … utime(11) stime(12) cutime(13) cstime(14).
+        if int(entry.name) == postmaster:
+            total += sum(int(f) for f in fields[11:15])
+        elif int(fields[1]) == postmaster:
+            total += int(fields[11]) + int(fields[12])
+    return total / tick
 
 
 def _one_run(backend: str, writers: int, count: int, database: str | None,
@@ -72,15 +110,24 @@ def _one_run(backend: str, writers: int, count: int, database: str | None,
             p.start()
         for _ in procs:
             ready.get(timeout=600)
+        server = _postmaster(Path(tmp)) if backend == "postgres" and not database else None
+        server_start = _server_cpu(server) if server else 0.0
         start = time.perf_counter()
         go.set()
         results = [out.get(timeout=3600) for _ in procs]
         seconds = time.perf_counter() - start
+        server_cpu = _server_cpu(server) - server_start if server else None
         for p in procs:
             p.join(timeout=60)
     acked = sum(r[1] for r in results)
     return {"seconds": seconds, "acked": acked, "errors": sum(r[3] for r in results),
-            "error_samples": [e for r in results for e in r[2]][:5]}
+            "error_samples": [e for r in results for e in r[2]][:5],
+            "client_cpu": sum(r[4] for r in results), "server_cpu": server_cpu}
+
+
+def _per_write_ms(done: list[dict[str, Any]], key: str) -> float | None:
+    values = [1000 * d[key] / d["acked"] for d in done if d[key] is not None and d["acked"]]
+    return round(statistics.median(values), 2) if values else None
 
 
 def run_writers(backend: str, writers: int, count: int, runs: int,
@@ -89,10 +136,15 @@ def run_writers(backend: str, writers: int, count: int, runs: int,
     done = [_one_run(backend, writers, count, database,
                      f"writers-{writers}-{run}-{time.time_ns()}") for run in range(runs)]
     rates = [d["acked"] / d["seconds"] for d in done if d["seconds"] > 0]
+    client, server = _per_write_ms(done, "client_cpu"), _per_write_ms(done, "server_cpu")
+    if backend == "sqlite":
+        server = 0.0  # in-process: the writers' CPU is all of it
     return {"bench": "writers", "backend": backend, "writers": writers,
             "writes_per_writer": count, "runs": runs,
             "writes_per_s": round(statistics.median(rates), 1) if rates else 0.0,
             "writes_per_s_runs": [round(r, 1) for r in rates],
+            "client_cpu_ms": client, "server_cpu_ms": server,
+            "cpu_ms": None if client is None or server is None else round(client + server, 2),
             "acked": [d["acked"] for d in done], "expected": writers * count,
             "errors": sum(d["errors"] for d in done),
             "error_samples": [e for d in done for e in d["error_samples"]][:5]}
@@ -111,13 +163,15 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     host = machine()
     table: dict[str, dict[int, float]] = {}
+    cpu: dict[str, dict[int, float | None]] = {}
     for backend in parse_backends(args.backend):
         for writers in (int(w) for w in args.writers.split(",") if w.strip()):
             res = run_writers(backend, writers, args.count, args.runs, args.database)
             table.setdefault(backend, {})[writers] = res["writes_per_s"]
+            cpu.setdefault(backend, {})[writers] = res["cpu_ms"]
             print(json.dumps(res | {"machine": host}), flush=True)
     print(json.dumps({"bench": "writers_side_by_side", "writes_per_s": table,
-                      "machine": host}), flush=True)
+                      "cpu_ms_per_write": cpu, "machine": host}), flush=True)
 
 
 if __name__ == "__main__":

@@ -83,6 +83,7 @@ def peek_gate(directory: Path, namespace: str, *,
 def open_store(
     directory: Path, namespace: str, marker: str, *, database: str | None = None,
     busy_timeout_ms: int = 5_000, retries: int = 6, check_marker: bool = True,
+    pool_size: int = 4,
 ) -> Store:
     """Open the store of one namespace: SQLite in ``directory``, or the database at a URL.
 
@@ -95,6 +96,7 @@ def open_store(
         busy_timeout_ms: how long one attempt waits for a lock.
         retries: extra attempts after a busy timeout.
         check_marker: refuse a store built with another embedder.
+        pool_size: PostgreSQL: most connections this process keeps open.
 
     Returns:
         The opened store.
@@ -112,7 +114,7 @@ def open_store(
             raise BackendUnavailable(_POSTGRES_EXTRA.format(exc)) from exc
         return postgres.open_postgres(
             str(database), directory, namespace, marker, retries=retries,
-            lock_timeout_ms=busy_timeout_ms, check_marker=check_marker)
+            lock_timeout_ms=busy_timeout_ms, check_marker=check_marker, pool_size=pool_size)
     from tideline.store.sqlite.store import SQLiteStore
 
     return SQLiteStore(directory, namespace, marker, busy_timeout_ms=busy_timeout_ms,

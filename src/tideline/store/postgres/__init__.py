@@ -44,7 +44,7 @@ def redact_url(url: str) -> str:
 
 def open_postgres(url: str, directory: Path, namespace: str, marker: str, *,
                   retries: int = 6, lock_timeout_ms: int = 5_000,
-                  check_marker: bool = True) -> PostgresStore:
+                  check_marker: bool = True, pool_size: int = 4) -> PostgresStore:
     """Open (and create or migrate) the PostgreSQL store at ``url``.
 
     Args:
@@ -55,6 +55,7 @@ def open_postgres(url: str, directory: Path, namespace: str, marker: str, *,
         retries: attempts to get a connection before StoreBusy.
         lock_timeout_ms: longest wait of one statement for a lock.
         check_marker: refuse a store built with another embedder.
+        pool_size: most connections this process keeps open to the server.
 
     Raises:
         BackendUnavailable: psycopg is not installed, or the server cannot be reached.
@@ -70,7 +71,8 @@ def open_postgres(url: str, directory: Path, namespace: str, marker: str, *,
             "the PostgreSQL backend needs psycopg: pip install 'tideline-memory[postgres]'"
         ) from exc
     return PostgresStore(url, directory, namespace, marker, retries=retries,
-                         lock_timeout_ms=lock_timeout_ms, check_marker=check_marker)
+                         lock_timeout_ms=lock_timeout_ms, check_marker=check_marker,
+                         pool_size=pool_size)
 
 
 def peek_database_meta(url: str, key: str) -> str | None:

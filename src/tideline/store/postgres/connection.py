@@ -12,6 +12,15 @@ and advisory locks taken where a check must hold until commit (see
 deadlocks or fails a serialization check is rolled back and raised as
 :class:`~tideline.errors.StoreBusy`; getting a connection and opening the transaction
 is retried with jittered back-off first.
+
+A write transaction runs in psycopg's pipeline mode: a statement whose result nobody
+reads yet (an INSERT, an advisory lock) is sent without waiting for the server, and
+the queue is flushed when a result is read (``fetchone``, ``rowcount``) or at commit.
+A new gated write's transaction then holds its locks (from the idempotency key's
+advisory lock to COMMIT) over 4 round trips instead of 8 (7 in all instead of 9,
+counted with libpq's trace); with many writers on few cores a round trip is a wait for
+the client process to be scheduled again, so this is most of the lock hold.
+The statements still run one after the other, in order, on the server.
 """
 
 from __future__ import annotations
@@ -149,14 +158,18 @@ class Cursor(Protocol):
 class _Cursor:
     """A psycopg cursor, plus SQLite's ``lastrowid`` for callers not yet on ``RETURNING``."""
 
-    __slots__ = ("_conn", "_cur")
+    __slots__ = ("_conn", "_cur", "_pipeline")
 
-    def __init__(self, cur: psycopg.Cursor[Any], conn: psycopg.Connection[Any]) -> None:
+    def __init__(self, cur: psycopg.Cursor[Any], conn: psycopg.Connection[Any],
+                 pipeline: psycopg.Pipeline | None = None) -> None:
         self._cur = cur
         self._conn = conn
+        self._pipeline = pipeline
 
     @property
     def rowcount(self) -> int:
+        if self._pipeline is not None:  # fetch* flush the pipeline themselves; rowcount not
+            self._pipeline.sync()
         return self._cur.rowcount
 
     @property
@@ -195,13 +208,25 @@ class Conn:
         self.raw = raw
         self.writing = writing
         self.in_transaction = False
+        self.pipeline: psycopg.Pipeline | None = None
 
     def transaction(self) -> contextlib.AbstractContextManager[Any]:
-        """A transaction for statements that need one (``SET LOCAL``); inside a
-        transaction already, nothing new."""
+        """A transaction for statements that need one (``SET LOCAL``), pipelined; inside
+        a transaction already, nothing new."""
         if self.in_transaction:
             return contextlib.nullcontext()
-        return self.raw.transaction()
+        return self.pipelined()
+
+    @contextlib.contextmanager
+    def pipelined(self) -> Iterator[None]:
+        """One transaction in pipeline mode (see the module's docstring)."""
+        with self.raw.pipeline() as pipe:
+            self.pipeline = pipe
+            try:
+                with self.raw.transaction():
+                    yield
+            finally:
+                self.pipeline = None
 
     def execute(self, sql: str, params: Sequence[Any] | None = ()) -> Cursor:
         """Run one statement with ``?`` placeholders; returns the cursor.
@@ -209,13 +234,14 @@ class Conn:
         Raises:
             psycopg.Error: mapped to typed errors by the enclosing ``read``/``write``.
         """
-        return _Cursor(self.raw.execute(translate(sql), _params(params)), self.raw)
+        return _Cursor(self.raw.execute(translate(sql), _params(params)), self.raw,
+                       self.pipeline)
 
     def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> Cursor:
         """Run one statement once per parameter row."""
         cur = self.raw.cursor()
         cur.executemany(translate(sql), [_params(p) for p in seq])
-        return _Cursor(cur, self.raw)
+        return _Cursor(cur, self.raw, self.pipeline)
 
     def lock(self, kind: int, *parts: str) -> None:
         """Take a transaction-scoped advisory lock (released at commit or rollback)."""
@@ -314,7 +340,7 @@ class Database(MetaRows):
         try:
             if writing:
                 conn.in_transaction = True
-                with raw.transaction():
+                with conn.pipelined():
                     yield conn
             else:  # autocommit: one snapshot per statement (as SQLite's reads), no BEGIN
                 yield conn

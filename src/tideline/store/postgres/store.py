@@ -5,8 +5,11 @@ SQLite has one writer at a time, so a read-check-write inside a transaction hold
 here writes run concurrently (READ COMMITTED), and the checks that must hold until
 commit take a lock instead: an idempotency key read inside a write locks that key
 (advisory), a session's next turn index locks that session (advisory), and memories
-read inside a write are locked ``FOR UPDATE`` (in id order, so two writers never
-wait on each other in a circle). The row code both backends share is in
+read inside a write are locked ``FOR NO KEY UPDATE`` (in id order, so two writers
+never wait on each other in a circle). ``NO KEY``: a write never changes a memory's
+id, and the weaker lock does not block the key-share lock a foreign key check takes,
+so a writer linking a new memory to a row (an edge) does not queue behind another
+writer potentiating that row. The row code both backends share is in
 :class:`~tideline.store.namespace.NamespaceRows`; this module keeps what is PostgreSQL's
 own (``tsvector``/``pg_trgm`` rows, pgvector columns, the locking reads).
 """
@@ -66,6 +69,7 @@ class PostgresStore(TurnRows, NamespaceRows):
         retries: see :class:`~tideline.store.postgres.connection.Database`.
         lock_timeout_ms: see :class:`~tideline.store.postgres.connection.Database`.
         check_marker: refuse a store built with another embedder.
+        pool_size: see :class:`~tideline.store.postgres.connection.Database`.
 
     Raises:
         EmbedderMismatch: the store was built with another embedder.
@@ -81,9 +85,10 @@ class PostgresStore(TurnRows, NamespaceRows):
 
     def __init__(
         self, url: str, directory: Path, namespace: str, marker: str, *, retries: int = 6,
-        lock_timeout_ms: int = 5_000, check_marker: bool = True,
+        lock_timeout_ms: int = 5_000, check_marker: bool = True, pool_size: int = 4,
     ) -> None:
-        self.db = Database(url, directory, retries=retries, lock_timeout_ms=lock_timeout_ms)
+        self.db = Database(url, directory, retries=retries, lock_timeout_ms=lock_timeout_ms,
+                           pool_size=pool_size)
         self._df_caches: dict[str, tuple[int, float, dict[str, int]]] = {}
         self.directory = directory
         self.namespace = namespace
@@ -231,14 +236,14 @@ class PostgresStore(TurnRows, NamespaceRows):
         """Nothing: the ``memories_lex`` row goes with its memory (ON DELETE CASCADE)."""
 
     def get_memories(self, ids: Iterable[int], c: Conn | None = None) -> dict[int, MemoryRecord]:
-        """Memories by id (missing ids are left out); locked ``FOR UPDATE`` in a write."""
+        """Memories by id (missing ids are left out); locked ``FOR NO KEY UPDATE`` in a write."""
         wanted = sorted(dict.fromkeys(int(i) for i in ids))
         out: dict[int, MemoryRecord] = {}
         if not wanted:
             return out
         with contextlib.ExitStack() as stack:
             conn = c if c is not None else stack.enter_context(self.db.read())
-            lock = " ORDER BY id FOR UPDATE" if conn.writing else ""
+            lock = " ORDER BY id FOR NO KEY UPDATE" if conn.writing else ""
             for start in range(0, len(wanted), _CHUNK):
                 chunk = wanted[start:start + _CHUNK]
                 rows = conn.execute(
