@@ -70,14 +70,14 @@ def test_a_small_scope_among_many_returns_the_exact_top_k(pg_url: str, tmp_path:
     scope's rows in graph order, not distance order.)"""
     emb = hashing()
     rng = np.random.default_rng(11)
+    big = _unit(rng.standard_normal((20_000, emb.dim)))
     keys = np.arange(30_001, 30_041)
     small = _unit(rng.standard_normal((40, emb.dim)))
     # Inserted into a live index, as a store grows (a graph built at once in bulk was
     # good enough that the old search passed here).
     mem = Memory.open(tmp_path / "local", database=pg_url, embedder=emb, project="global")
     try:
-        _store(mem.store, "big", np.arange(1, 20_001),
-               _unit(rng.standard_normal((20_000, emb.dim))))
+        _store(mem.store, "big", np.arange(1, 20_001), big)
         _store(mem.store, "small", keys, small)
         for _ in range(20):
             q = _unit(rng.standard_normal(emb.dim))
