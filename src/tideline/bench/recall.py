@@ -72,7 +72,8 @@ def _percentile(values: list[float], q: float) -> float:
 def run_size(n: int, queries: int, embedder: str, *, gated_sample: int = 1_000,
              progress: bool = False, workdir: Path | None = None,
              keep: Path | None = None, backend: str = "sqlite",
-             database: str | None = None, runs: int = 1) -> dict[str, Any]:
+             database: str | None = None, runs: int = 1,
+             shared_buffers: str | None = None) -> dict[str, Any]:
     """Run the benchmark at one size on one backend and return its figures.
 
     With ``keep`` the loaded store is kept in ``keep/<embedder>-<n>`` (PostgreSQL:
@@ -90,7 +91,8 @@ def run_size(n: int, queries: int, embedder: str, *, gated_sample: int = 1_000,
                            else f"{backend}-{embedder}-{n}")
             base.mkdir(parents=True, exist_ok=True)
         where = stack.enter_context(place(backend, base, f"recall-{embedder}-{n}",
-                                          database=database, keep=keep is not None))
+                                          database=database, keep=keep is not None,
+                                          shared_buffers=shared_buffers))
         cfg = Config.load(home=where.home, embedder=embedder)
         emb = make_embedder(embedder)
         manifest = base / "loaded.json"
@@ -287,6 +289,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="an existing PostgreSQL URL (default: an embedded server)")
     parser.add_argument("--runs", type=int, default=3,
                         help="query passes per store; percentiles are their median")
+    parser.add_argument("--shared-buffers", default=None,
+                        help="the embedded PostgreSQL server's shared_buffers (e.g. 1GB)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
     backends = parse_backends(args.backend)
@@ -299,7 +303,8 @@ def main(argv: list[str] | None = None) -> None:
             result = run_size(size, args.queries, args.embedder,
                               gated_sample=args.gated_sample, progress=not args.quiet,
                               workdir=args.workdir, keep=args.keep, backend=backend,
-                              database=args.database, runs=args.runs)
+                              database=args.database, runs=args.runs,
+                              shared_buffers=args.shared_buffers)
             result["wall_s"] = round(time.time() - started, 1)
             result["machine"] = host
             by_backend[backend] = result

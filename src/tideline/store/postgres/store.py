@@ -47,7 +47,9 @@ __all__ = ["PostgresStore"]
 
 _DF_CACHE_MIN = 500
 _DF_CACHE_SIZE = 20_000
-_DF_CACHE_SECONDS = 60.0
+# Longer than SQLite's minute: a count here reads every matching row's heap page (13 ms
+# for a name in 6k of 100k rows), not a vocabulary row; the 1 % rule still applies.
+_DF_CACHE_SECONDS = 300.0
 _CHUNK = 1000
 
 
@@ -309,18 +311,35 @@ class PostgresStore(TurnRows, NamespaceRows):
         cond = " OR ".join(["l.subs LIKE ?"] * len(search.patterns))
         return f"({likes})", f"({cond})", [*search.patterns, *search.patterns]
 
+    @classmethod
+    def _ranked(cls, search: pg_lexical.Search, lex: str, rows: str, where: list[str]) -> str:
+        """The matches of ``lex`` best first, each kept if its row of ``rows`` (alias
+        ``x``) passes ``where``; parameters: the match's, then the filter's, then the limit.
+
+        The lexical tables hold no namespace or scope, so the matches come from the word
+        or trigram index alone, are ranked there (their number is bounded by the engine's
+        posting budget), and only then is each looked up by primary key, best first,
+        until ``limit`` pass. The ``LIMIT 1`` keeps the lookup a nested-loop probe: joined
+        plainly, the planner hashed the whole namespace's rows (a sequential scan of
+        every memory) for each search.
+        """
+        score, cond, _ = cls._match(search)
+        return (f"SELECT h.id, h.r FROM (SELECT l.id, {score} AS r FROM {lex} l "  # noqa: S608
+                f"WHERE {cond} ORDER BY r DESC, l.id DESC) AS h CROSS JOIN LATERAL "
+                f"(SELECT 1 FROM {rows} x WHERE x.id = h.id AND {' AND '.join(where)} "
+                "LIMIT 1) AS kept ORDER BY h.r DESC, h.id DESC LIMIT ?")
+
     def _search_memories(self, search: pg_lexical.Search, *, scopes: Sequence[str], limit: int,
                          kind: str | None, since: float | None, until: float | None,
                          include_superseded: bool) -> list[tuple[int, float]]:
         if search.empty or not scopes:
             return []
-        score, cond, margs = self._match(search)
-        where, args = self._filters(scopes=scopes, kind=kind, alias="m", since=since,
+        margs = self._match(search)[2]
+        where, args = self._filters(scopes=scopes, kind=kind, alias="x", since=since,
                                     until=until)
         if not include_superseded:
-            where.append("m.status != 'superseded'")
-        sql = (f"SELECT m.id, {score} AS r FROM memories_lex l JOIN memories m ON m.id = l.id "  # noqa: S608
-               f"WHERE {cond} AND {' AND '.join(where)} ORDER BY r DESC, m.id DESC LIMIT ?")
+            where.append("x.status != 'superseded'")
+        sql = self._ranked(search, "memories_lex", "memories", where)
         with self.db.read() as c:
             rows = c.execute(sql, (*margs, *args, limit)).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
@@ -329,17 +348,16 @@ class PostgresStore(TurnRows, NamespaceRows):
                       since: float | None, until: float | None) -> list[tuple[int, float]]:
         if search.empty or not scopes:
             return []
-        score, cond, margs = self._match(search)
-        where = ["t.namespace = ?", "t.scope = ANY(?)"]
+        margs = self._match(search)[2]
+        where = ["x.namespace = ?", "x.scope = ANY(?)"]
         args: list[Any] = [self.namespace, list(scopes)]
         if since is not None:
-            where.append("coalesce(t.ts, t.recorded_at) >= ?")
+            where.append("coalesce(x.ts, x.recorded_at) >= ?")
             args.append(since)
         if until is not None:
-            where.append("coalesce(t.ts, t.recorded_at) <= ?")
+            where.append("coalesce(x.ts, x.recorded_at) <= ?")
             args.append(until)
-        sql = (f"SELECT t.id, {score} AS r FROM turns_lex l JOIN turns t ON t.id = l.id "  # noqa: S608
-               f"WHERE {cond} AND {' AND '.join(where)} ORDER BY r DESC, t.id DESC LIMIT ?")
+        sql = self._ranked(search, "turns_lex", "turns", where)
         with self.db.read() as c:
             rows = c.execute(sql, (*margs, *args, limit)).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
@@ -348,31 +366,53 @@ class PostgresStore(TurnRows, NamespaceRows):
         """How many rows of memories (``m``) or turns (``t``) hold each index token.
 
         Large counts are cached per process as on SQLite (dropped when the row count
-        moved by over 1 % or after a minute).
+        moved by over 1 % or after five minutes).
 
         Returns:
             Document frequency per token (missing tokens are 0) and the highest row id
             as an estimate of the row count.
         """
         lex, table = ("memories_lex", "memories") if kind == "m" else ("turns_lex", "turns")
+        wanted = list(dict.fromkeys(tokens))
+        lexemes: dict[str, str | None] = {}
+        for token in wanted:
+            words = pg_lexical.tokens(token)
+            lexemes[token] = pg_lexical._lexeme(words[0]) if len(words) == 1 else None
+        # One statement counts every token the cache lacks and reads the row count (one
+        # round trip per token was most of this call's time); the cache is checked
+        # against that count after, and counted again only when it went stale.
+        guess = self._df_caches.get(kind)
+        known = guess[2] if guess is not None else {}
+        total, counted = self._count_tokens(
+            lex, table, {t: q for t in wanted if t not in known and (q := lexemes[t])})
+        cache = self._df_cache_for(kind, total)
+        if cache is not known:
+            stale = {t: q for t in wanted if t in known and t not in counted
+                     and (q := lexemes[t])}
+            if stale:
+                counted |= self._count_tokens(lex, table, stale)[1]
         out: dict[str, int] = {}
-        with self.db.read() as c:
-            total = int(c.execute(f"SELECT coalesce(max(id), 0) FROM {table}").fetchone()[0])  # noqa: S608
-            cache = self._df_cache_for(kind, total)
-            for token in dict.fromkeys(tokens):
-                hit = cache.get(token)
-                if hit is None:
-                    words = pg_lexical.tokens(token)
-                    if len(words) != 1:
-                        hit = 0
-                    else:
-                        hit = int(c.execute(
-                            f"SELECT count(*) FROM {lex} WHERE words @@ ?::tsquery",  # noqa: S608
-                            (pg_lexical._lexeme(words[0]),)).fetchone()[0])
-                    if hit >= _DF_CACHE_MIN and len(cache) < _DF_CACHE_SIZE:
-                        cache[token] = hit
-                out[token] = hit
+        for token in wanted:
+            hit = cache.get(token)
+            if hit is None:
+                hit = counted.get(token, 0)
+                if hit >= _DF_CACHE_MIN and len(cache) < _DF_CACHE_SIZE:
+                    cache[token] = hit
+            out[token] = hit
         return out, total
+
+    def _count_tokens(self, lex: str, table: str,
+                      queries: dict[str, str]) -> tuple[int, dict[str, int]]:
+        """The highest row id of ``table`` and the rows of ``lex`` holding each token
+        (``queries``: token → its one-lexeme ``tsquery``), in one statement."""
+        sql = (f"SELECT top.n, c.token, c.hits FROM (SELECT coalesce(max(id), 0) AS n "  # noqa: S608
+               f"FROM {table}) AS top LEFT JOIN LATERAL (SELECT q.token, (SELECT count(*) "
+               f"FROM {lex} WHERE words @@ q.lexeme::tsquery) AS hits FROM "
+               "unnest(?::text[], ?::text[]) AS q(token, lexeme)) AS c ON true")
+        with self.db.read() as c:
+            rows = c.execute(sql, (list(queries), list(queries.values()))).fetchall()
+        total = int(rows[0][0]) if rows else 0
+        return total, {str(r[1]): int(r[2]) for r in rows if r[1] is not None}
 
     def _df_cache_for(self, kind: str, total: int) -> dict[str, int]:
         now = time.monotonic()

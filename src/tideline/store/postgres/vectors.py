@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import threading
 import time
+import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,6 +23,7 @@ from tideline.store.postgres.schema import HNSW_MAX_DIM, ensure_vector_index
 from tideline.store.postgres.store import vector_text
 
 if TYPE_CHECKING:
+    from tideline.store.postgres.connection import Conn
     from tideline.store.postgres.store import PostgresStore
 
 __all__ = ["PostgresVectorSpaces"]
@@ -29,6 +31,15 @@ __all__ = ["PostgresVectorSpaces"]
 _CENTROID_SAMPLE = 4096
 _CENTROID_LEAST = 50
 _COUNT_SECONDS = 30.0
+#: Spaces of at most this many vectors are searched exactly (as SQLite's local index
+#: below 20,000); a growing space may stay exact for up to ``_COUNT_SECONDS`` longer.
+EXACT_MAX = 20_000
+#: ... unless the space is at least this share of the index: a filter that passes most
+#: rows costs the HNSW scan little recall.
+_INDEX_SHARE = 0.5
+_ALWAYS_EXACT = 1_000  # vectors: exact costs less than the HNSW scan and its settings
+# The hnsw.ef_search each pooled connection's session was given (see _settings).
+_SESSION_EF: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
 
 class PostgresVectorSpaces:
@@ -39,52 +50,124 @@ class PostgresVectorSpaces:
         dim: vector dimension of the embedder in use.
         marker: the embedder marker (the store checked it on open).
         ef_search: HNSW candidate list size per search (at least 2·k is used).
+        exact_max: spaces of at most this many vectors are searched exactly.
     """
 
     def __init__(self, store: PostgresStore, dim: int, marker: str, *,
-                 ef_search: int = 100) -> None:
+                 ef_search: int = 100, exact_max: int = EXACT_MAX) -> None:
         self.store = store
         self.dim = int(dim)
         self.marker = marker
         self.ef_search = ef_search
+        self.exact_max = int(exact_max)
         self.indexed = self.dim <= HNSW_MAX_DIM
         self._lock = threading.Lock()
         self._centroids: dict[str, tuple[int, np.ndarray, float]] = {}
         self._counts: dict[str, tuple[float, int]] = {}
+        self._sizes: dict[str, tuple[float, int, float]] = {}
         if self.indexed:
             with store.db.write() as c:
                 ensure_vector_index(c, self.dim)
 
     def _space_query(self, exact: bool) -> str:
         # The expression and predicate match the partial index of this dimension; adding
-        # 0 to the distance keeps the planner from the index (an exact scan of the space).
+        # 0 to the distance keeps the planner from the index (an exact scan of the space,
+        # its rows found through the (space, key) b-tree, sorted by distance).
         d = self.dim
         dist = f"(emb::vector({d}) <=> ?::vector({d}))" + (" + 0" if exact else "")
         return (f"SELECT key, {dist} AS distance FROM vectors WHERE space = ? "  # noqa: S608
                 f"AND vector_dims(emb) = {d} ORDER BY distance LIMIT ?")
 
+    def _exact(self, space: str) -> bool:
+        """Whether to search a space exactly: a small space that is not most of the index
+        (see :meth:`search`)."""
+        if not self.indexed:
+            return True
+        n, total = self._size(space)
+        return n <= _ALWAYS_EXACT or (n <= self.exact_max
+                                      and (total <= 0 or n < _INDEX_SHARE * total))
+
     def search(self, kind: str, scopes: Sequence[str], query: np.ndarray,
                k: int) -> dict[int, float]:
-        """Top-``k`` keys per scope merged: ``{key: cosine}``."""
+        """Top-``k`` keys per scope merged: ``{key: cosine}``.
+
+        A space of at most ``exact_max`` vectors that is under half of the index (or of
+        at most 1,000) is searched exactly: a filtered HNSW scan of a small space among
+        many stops at the first k rows that pass the filter (``hnsw.iterative_scan``),
+        about half of the true top k; the exact scan reads only that space's rows, and
+        is exact. A larger space is searched through the HNSW index with iterative
+        scans, and exactly after all if that yields fewer than k. Every space of the
+        call is searched in one statement.
+        """
         q = np.asarray(query, dtype=np.float32).ravel()
         if k <= 0 or q.shape[0] != self.dim or not np.isfinite(q).all() or not q.any():
             return {}
         text = vector_text(q)
+        spaces = [self.store.space(kind, scope) for scope in dict.fromkeys(scopes)]
+        plans = [(space, self._exact(space)) for space in spaces]
         hits: dict[int, float] = {}
-        with self.store.db.read() as c, c.transaction():  # SET LOCAL needs a transaction
-            if self.indexed:
-                c.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
-                c.execute(f"SET LOCAL hnsw.ef_search = {max(self.ef_search, 2 * int(k))}")
-            for scope in dict.fromkeys(scopes):
-                space = self.store.space(kind, scope)
-                rows = c.execute(f"SELECT key, distance FROM ({self._space_query(False)}) "  # noqa: S608
-                                 "AS found ORDER BY distance",
-                                 (text, space, k)).fetchall() if self.indexed else []
-                if len(rows) < k:
-                    rows = c.execute(self._space_query(True), (text, space, k)).fetchall()
-                for key, distance in rows:
-                    hits[int(key)] = 1.0 - float(distance)
+        rows = self._run(plans, text, k)
+        short = [space for space, exact in plans
+                 if not exact and sum(1 for r in rows if r[0] == space) < k]
+        if short:
+            rows = [r for r in rows if r[0] not in short]
+            rows += self._run([(space, True) for space in short], text, k)
+        for _space, key, distance in rows:
+            hits[int(key)] = 1.0 - float(distance)
         return hits
+
+    def _run(self, plans: Sequence[tuple[str, bool]], text: str,
+             k: int) -> list[tuple[str, int, float]]:
+        """(space, key, distance) of the top ``k`` of each space, in one statement."""
+        parts = [f"(SELECT ?::text AS space, found.* FROM ({self._space_query(exact)}) "  # noqa: S608
+                 "AS found)" for _space, exact in plans]
+        args: list[object] = []
+        for space, _exact in plans:
+            args += [space, text, space, k]
+        sql = " UNION ALL ".join(parts)
+        with self.store.db.read() as c:
+            if not all(exact for _space, exact in plans):
+                self._settings(c, max(self.ef_search, 2 * int(k)))
+            return [(str(s), int(key), float(d)) for s, key, d in c.execute(sql, args)]
+
+    @staticmethod
+    def _settings(c: Conn, ef: int) -> None:
+        """Iterative HNSW scans and ``ef`` candidates for this connection's next scan.
+
+        Outside a transaction they are set for the session, once per pooled connection
+        (and again when ``ef`` changes): no BEGIN, SET LOCAL and COMMIT round trips per
+        search. Only this class scans the HNSW index, and it always sets what it needs
+        first. Inside a transaction they are local to it (a rollback would undo a
+        session setting made there, and the cache would be wrong).
+        """
+        if c.in_transaction:
+            c.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                      "set_config('hnsw.ef_search', ?, true)", (str(ef),))
+            return
+        if _SESSION_EF.get(c.raw) == ef:
+            return
+        c.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', false), "
+                  "set_config('hnsw.ef_search', ?, false)", (str(ef),))
+        _SESSION_EF[c.raw] = ef
+
+    def _size(self, space: str) -> tuple[int, float]:
+        """The vectors of a space, counted up to ``exact_max + 1`` (an index-only walk of
+        at most that many entries), and the planner's estimate of all vectors (-1 before
+        the first analyze), cached for a while per process."""
+        now = time.monotonic()
+        with self._lock:
+            cached = self._sizes.get(space)
+        if cached is not None and now - cached[0] < _COUNT_SECONDS:
+            return cached[1], cached[2]
+        with self.store.db.read() as c:
+            row = c.execute("SELECT (SELECT count(*) FROM (SELECT 1 FROM vectors "
+                            "WHERE space = ? LIMIT ?) AS held), (SELECT reltuples FROM "
+                            "pg_class WHERE oid = 'vectors'::regclass)",
+                            (space, self.exact_max + 1)).fetchone()
+        n, total = int(row[0]), float(row[1] if row[1] is not None else -1)
+        with self._lock:
+            self._sizes[space] = (now, n, total)
+        return n, total
 
     def _count(self, space: str) -> int:
         now = time.monotonic()
@@ -143,6 +226,7 @@ class PostgresVectorSpaces:
         with self._lock:
             self._centroids.clear()
             self._counts.clear()
+            self._sizes.clear()
         return {str(s): int(n) for s, n in rows}
 
     def close(self) -> None:
@@ -150,3 +234,4 @@ class PostgresVectorSpaces:
         with self._lock:
             self._centroids.clear()
             self._counts.clear()
+            self._sizes.clear()
