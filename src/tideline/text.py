@@ -16,6 +16,7 @@ about half a second to load, and nothing else pays for it.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 import threading
@@ -196,6 +197,8 @@ def clean_words(text: str) -> str:
     return unicodedata.normalize("NFKC", strip_invisible(text, drop_format=True))
 
 
+# Recall checks the same candidate texts for every query's keywords; the texts repeat.
+@functools.lru_cache(maxsize=8192)
 def _clean_keywords(text: str) -> str:
     """Normalisation for keyword matching: NFC, casefolded."""
     cleaned = unicodedata.normalize("NFC", strip_invisible(text, drop_format=True))

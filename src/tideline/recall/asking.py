@@ -8,6 +8,7 @@ by ``question_discount`` times this share.
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["question_share"]
@@ -16,6 +17,8 @@ _SENTENCE = re.compile(r"[^.!?？。！]*[.!?？。！]+|[^.!?？。！]+$")
 _WORD = re.compile(r"\w+")
 
 
+# Pure in the text; the same candidate turns come back query after query.
+@functools.lru_cache(maxsize=8192)
 def question_share(text: str) -> float:
     """Share (0–1) of the words of ``text`` that are in sentences ending with ``?``.
 
