@@ -77,8 +77,10 @@ def _commented(mod: ModuleType, attr: str) -> bool | None:
 def _documented(name: str, attr: str, value: Any) -> bool:
     if inspect.ismodule(value):
         return bool((value.__doc__ or "").strip())
-    if inspect.isclass(value) or inspect.isfunction(value):
-        return bool((value.__doc__ or "").strip())
+    # A decorated function (functools.lru_cache) is documented by the function it wraps.
+    func = inspect.unwrap(value) if callable(value) else value
+    if inspect.isclass(value) or inspect.isfunction(func):
+        return bool((func.__doc__ or "").strip())
     mod = _module(name)
     if re.search(rf"(?<![\w.]){re.escape(attr)}\b", mod.__doc__ or ""):
         return True
