@@ -52,7 +52,7 @@ from usearch.index import Index as _UsearchIndex
 
 from tideline.errors import InvalidInput
 
-__all__ = ["SyncReport", "VectorIndex", "VectorSource"]
+__all__ = ["SyncReport", "VectorIndex", "VectorSource", "centroid_of"]
 
 # usearch ships only partial annotations; treat its index class as dynamic.
 _Usearch: Any = _UsearchIndex
@@ -77,6 +77,28 @@ _O_BINARY = getattr(os, "O_BINARY", 0)
 
 Keys = NDArray[np.int64]
 Matrix = NDArray[np.float32]
+
+
+def centroid_of(vecs: NDArray[np.floating[Any]]) -> tuple[NDArray[np.float32], float] | None:
+    """The unit mean direction of some vectors and their mean cosine to it.
+
+    Args:
+        vecs: a sample of a space's vectors, one per row (any lengths).
+
+    Returns:
+        ``(unit centroid, mean cosine of the unit rows to it)``, or None when the rows
+        cancel out (or there are none).
+    """
+    if not len(vecs):
+        return None
+    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
+    unit_rows = (vecs / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+    mean = unit_rows.mean(axis=0)
+    length = float(np.linalg.norm(mean))
+    if length == 0.0:
+        return None
+    unit = (mean / length).astype(np.float32)
+    return unit, float((unit_rows @ unit).mean())
 
 
 @runtime_checkable
@@ -509,17 +531,12 @@ class VectorIndex:
             if store is None or n < max(1, least):
                 return None
             vecs = store.sample(sample, np.random.default_rng(n))
-        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-        unit_rows = (vecs / np.where(norms > 0, norms, 1.0)).astype(np.float32)
-        mean = unit_rows.mean(axis=0)
-        length = float(np.linalg.norm(mean))
-        if length == 0.0:
+        found = centroid_of(vecs)
+        if found is None:
             return None
-        unit = (mean / length).astype(np.float32)
-        level = float((unit_rows @ unit).mean())
         with self._state_lock:
-            self._centroid = (n, unit, level)
-        return unit, level
+            self._centroid = (n, *found)
+        return found
 
     def sync(
         self, source: VectorSource, *, progress: Callable[[int, int], None] | None = None

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tideline.recall.vector_index import centroid_of
 from tideline.store.postgres.schema import HNSW_MAX_DIM, ensure_vector_index
 from tideline.store.postgres.store import vector_text
 
@@ -199,19 +200,12 @@ class PostgresVectorSpaces:
                              "LIMIT ?", (space, _CENTROID_SAMPLE)).fetchall()
         vecs = np.stack([np.frombuffer(bytes(r[0]), dtype=np.float32) for r in rows
                          if len(r[0]) == 4 * self.dim]) if rows else np.zeros((0, self.dim))
-        if not len(vecs):
+        found = centroid_of(vecs)
+        if found is None:
             return None
-        norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-        unit_rows = (vecs / np.where(norms > 0, norms, 1.0)).astype(np.float32)
-        mean = unit_rows.mean(axis=0)
-        length = float(np.linalg.norm(mean))
-        if length == 0.0:
-            return None
-        unit = (mean / length).astype(np.float32)
-        level = float((unit_rows @ unit).mean())
         with self._lock:
-            self._centroids[space] = (n, unit, level)
-        return unit, level
+            self._centroids[space] = (n, *found)
+        return found
 
     def rebuild_all(self) -> dict[str, int]:
         """Rebuild the HNSW index of this dimension; returns vector counts by space."""
