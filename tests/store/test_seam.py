@@ -20,9 +20,11 @@ from tideline.store.consolidation import ConsolidationStore
 from tideline.store.sqlite import SQLiteStore
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tideline"
-SHARED_VIEWS = ("agent.py", "cognition.py", "consolidation.py", "dream.py", "events.py",
+SHARED_VIEWS = ("agent.py", "cognition.py", "dream.py", "events.py",
                 "reporting.py", "rows.py", "view.py", "base.py", "memories.py", "turns.py",
-                "namespace.py", "meta.py", "dump.py")
+                "namespace.py", "meta.py", "dump.py",
+                *(f"consolidation/{p.name}"
+                  for p in sorted((SRC / "store" / "consolidation").glob("*.py"))))
 
 
 def _record(text: str, *, kind: str = "fact", scope: str = "global") -> MemoryRecord:
