@@ -205,6 +205,21 @@ def test_backends_keep_only_what_differs() -> None:
     assert again == set()
 
 
+def test_lock_holding_writes_and_the_df_cache_are_written_once() -> None:
+    """``insert_turns``, ``write_key`` (alike but for a lock) and ``_df_cache_for``
+    (identical) stood in both backends' stores (``duplicates``: issue 11 "Shape"); now one
+    shared copy serves both, and only the locks and the cache's lifetime differ."""
+    from tideline.store.namespace import NamespaceRows
+    from tideline.store.postgres.store import PostgresStore
+
+    for name in ("insert_turns", "write_key", "_df_cache_for"):
+        assert getattr(SQLiteStore, name) is getattr(PostgresStore, name), name
+        assert getattr(SQLiteStore, name) is getattr(NamespaceRows, name), name
+    for hook in ("_lock_session", "_hold_write_key"):
+        assert getattr(SQLiteStore, hook) is not getattr(PostgresStore, hook), hook
+    assert (SQLiteStore._df_cache_seconds, PostgresStore._df_cache_seconds) == (60.0, 300.0)
+
+
 @pytest.mark.parametrize("name", SHARED_VIEWS)
 def test_shared_views_are_portable_sql(name: str) -> None:
     """The views run the same text on SQLite and PostgreSQL (CONTRACTS.md)."""
