@@ -60,6 +60,12 @@ class Forbidden:
 FORBIDDEN = [
     Forbidden("nothing below the facade imports it", importers=("tideline.*",),
               imported=("tideline.memory",), allowed=ABOVE_FACADE),
+    Forbidden("sleep's store views build on their base, never on the assembled view",
+              importers=("tideline.store.consolidation.*",),
+              imported=("tideline.store.consolidation",)),
+    Forbidden("the vector index's stores and file format know nothing of the index or store",
+              importers=("tideline.recall.vector_stores", "tideline.recall.vector_file"),
+              imported=("tideline.recall.vector_index", *package("tideline.store"))),
 ]
 
 #: Groups no import cycle may pass through: a strongly connected component of the
@@ -67,6 +73,7 @@ FORBIDDEN = [
 CYCLE_FREE = {
     "facade, sleep, dream and inject": ("tideline.memory", *package("tideline.sleep"),
                                         *package("tideline.dream"), *package("tideline.inject")),
+    "the vector index and its parts": ("tideline.recall.vector_*",),
 }
 
 

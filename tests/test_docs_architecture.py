@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import tideline
-from tideline.recall import vector_index
+from tideline.recall import vector_file
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = Path(tideline.__file__).resolve().parent
@@ -44,5 +44,5 @@ def test_it_cites_only_files_that_exist() -> None:
 
 def test_the_index_file_suffix_is_the_real_one() -> None:
     suffixes = set(re.findall(r"index/\*(\.\w+)`", DOC))
-    assert vector_index._SUFFIX in suffixes
-    assert suffixes <= {vector_index._SUFFIX}, suffixes
+    assert vector_file.SUFFIX in suffixes
+    assert suffixes <= {vector_file.SUFFIX}, suffixes

@@ -396,6 +396,26 @@ def test_marker_change_rebuilds(source: SqliteSource, idx_dir: Path) -> None:
     assert len(other) == 100
 
 
+def test_a_save_keeps_the_newer_index_of_another_marker(
+    source: SqliteSource, idx_dir: Path,
+) -> None:
+    """Two embedders' indexes share a directory while a re-embed runs: the pruning after
+    a save drops only older files of another marker, never the newer index of the other
+    one (a shadowed loop variable in the split-out file module deleted it)."""
+    source.put(range(50), unit(50))
+    old = VectorIndex(idx_dir, "m-global", DIM, "embedder-a")
+    old.sync(source)  # a rebuild saves at once
+    source.put(range(50, 60), unit(10, seed=1))
+    before = set(index_files(idx_dir))
+    new = VectorIndex(idx_dir, "m-global", DIM, "embedder-b")
+    new.sync(source)
+    (newer,) = set(index_files(idx_dir)) - before
+    old.save()
+    assert newer in index_files(idx_dir)
+    report = VectorIndex(idx_dir, "m-global", DIM, "embedder-b").sync(source)
+    assert report.reason == f"loaded {newer.name}" and not report.rebuilt
+
+
 def test_dim_change_rebuilds(tmp_path: Path, idx_dir: Path) -> None:
     small = SqliteSource(tmp_path / "a.db", dim=8)
     small.put(range(20), unit(20, dim=8))

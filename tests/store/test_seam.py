@@ -20,9 +20,11 @@ from tideline.store.consolidation import ConsolidationStore
 from tideline.store.sqlite import SQLiteStore
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "tideline"
-SHARED_VIEWS = ("agent.py", "cognition.py", "consolidation.py", "dream.py", "events.py",
+SHARED_VIEWS = ("agent.py", "cognition.py", "dream.py", "events.py",
                 "reporting.py", "rows.py", "view.py", "base.py", "memories.py", "turns.py",
-                "namespace.py", "meta.py", "dump.py")
+                "namespace.py", "meta.py", "dump.py",
+                *(f"consolidation/{p.name}"
+                  for p in sorted((SRC / "store" / "consolidation").glob("*.py"))))
 
 
 def _record(text: str, *, kind: str = "fact", scope: str = "global") -> MemoryRecord:
@@ -201,6 +203,21 @@ def test_backends_keep_only_what_differs() -> None:
     again = {f"{cls.__name__}.{n}" for base, cls in pairs
              for n in (own(cls) & shared(base)) - hooks if not n.startswith("__")}
     assert again == set()
+
+
+def test_lock_holding_writes_and_the_df_cache_are_written_once() -> None:
+    """``insert_turns``, ``write_key`` (alike but for a lock) and ``_df_cache_for``
+    (identical) stood in both backends' stores (``duplicates``: issue 11 "Shape"); now one
+    shared copy serves both, and only the locks and the cache's lifetime differ."""
+    from tideline.store.namespace import NamespaceRows
+    from tideline.store.postgres.store import PostgresStore
+
+    for name in ("insert_turns", "write_key", "_df_cache_for"):
+        assert getattr(SQLiteStore, name) is getattr(PostgresStore, name), name
+        assert getattr(SQLiteStore, name) is getattr(NamespaceRows, name), name
+    for hook in ("_lock_session", "_hold_write_key"):
+        assert getattr(SQLiteStore, hook) is not getattr(PostgresStore, hook), hook
+    assert (SQLiteStore._df_cache_seconds, PostgresStore._df_cache_seconds) == (60.0, 300.0)
 
 
 @pytest.mark.parametrize("name", SHARED_VIEWS)

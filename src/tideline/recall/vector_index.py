@@ -7,23 +7,10 @@ append-only change log (every vector add or delete has a monotonically
 increasing ``seq``). A missing, truncated, corrupt or foreign file is never an
 error: the index is simply rebuilt from the store.
 
-Two representations are used:
-
-* below ``exact_below`` vectors, a contiguous float32 matrix and a key array,
-  searched exactly with a single-threaded matrix-vector product (faster than a
-  graph at that size, and exact);
-* from ``exact_below`` up, a usearch HNSW graph (cosine metric, ``f16`` storage:
-  measured to give the same recall as ``f32`` with ~1.5x faster search, ~2x
-  faster construction and half the memory).
-
-Saved files are single self-describing containers named
-``<name>.<tag>.<seq>.vix`` where ``tag`` is a digest of (marker, dim). The
-payload is followed by a JSON header (kind, marker, dim, seq, count, payload
-length and CRC-32) and a fixed trailer with the header's own CRC and a magic
-number, so index, seq, marker, dim and count can never disagree, even when two
-processes save at the same moment: each writes a private temporary file and
-``os.replace``-s it into place. Only the newest two files are kept. Files are
-opened with ``O_NOFOLLOW`` and must be regular files.
+Two in-memory representations (:mod:`tideline.recall.vector_stores`): below
+``exact_below`` vectors an exact matrix, from there up a usearch HNSW graph. The saved
+copy is one self-describing container per change-log position
+(:mod:`tideline.recall.vector_file`).
 """
 
 from __future__ import annotations
@@ -31,16 +18,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
-import json
-import mmap
-import os
 import re
-import stat
-import struct
-import tempfile
 import threading
-import time
-import zlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,35 +27,35 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
-from usearch.index import Index as _UsearchIndex
 
 from tideline.errors import InvalidInput
+from tideline.recall.vector_file import (
+    is_regular_file,
+    prune,
+    read_file,
+    saved_files,
+    unlink_quietly,
+    write_file,
+)
+from tideline.recall.vector_stores import (
+    CorruptFile,
+    ExactStore,
+    HnswStore,
+    IndexStore,
+    Keys,
+    Matrix,
+    as_keys,
+    as_matrix,
+)
 
 __all__ = ["SyncReport", "VectorIndex", "VectorSource", "centroid_of"]
 
-# usearch ships only partial annotations; treat its index class as dynamic.
-_Usearch: Any = _UsearchIndex
-
-_FORMAT = 1
-_MAGIC = b"TDLVIX01"
-_TRAILER = struct.Struct("<QI8s")  # header length, header CRC-32, magic
-_MAX_HEADER = 1 << 20
-_SUFFIX = ".vix"
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
-_KEEP_FILES = 2
-_STALE_TMP_SECONDS = 3600.0
 _READ_BATCH = 8192
 _FETCH_CHUNK = 8192
 _APPLY_CHUNK = 2048
 _COUNT_RETRIES = 3
 _CLOSE_SAVE_THRESHOLD = 100
-_HNSW_DTYPE = "f16"
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_O_BINARY = getattr(os, "O_BINARY", 0)
-
-Keys = NDArray[np.int64]
-Matrix = NDArray[np.float32]
 
 
 def centroid_of(vecs: NDArray[np.floating[Any]]) -> tuple[NDArray[np.float32], float] | None:
@@ -144,283 +123,6 @@ class SyncReport:
     seq: int
 
 
-class _CorruptFile(Exception):
-    """A saved file failed validation (internal; always handled by rebuilding)."""
-
-
-# --------------------------------------------------------------------------- stores
-
-
-def _as_keys(keys: np.ndarray) -> Keys:
-    return np.ascontiguousarray(keys, dtype=np.int64).reshape(-1)
-
-
-def _as_matrix(vectors: np.ndarray, dim: int, rows: int) -> Matrix:
-    mat = np.ascontiguousarray(vectors, dtype=np.float32)
-    if mat.ndim == 1 and rows <= 1 and mat.size == dim * rows:
-        mat = mat.reshape(rows, dim)
-    if mat.ndim != 2 or mat.shape != (rows, dim):
-        raise InvalidInput(
-            f"source returned vectors of shape {tuple(mat.shape)}, expected ({rows}, {dim})"
-        )
-    return mat
-
-
-def _dedupe_last(keys: Keys, vectors: Matrix) -> tuple[Keys, Matrix]:
-    """Drop repeated keys, keeping the last occurrence of each."""
-    if len(keys) < 2:
-        return keys, vectors
-    rev_unique, rev_index = np.unique(keys[::-1], return_index=True)
-    if len(rev_unique) == len(keys):
-        return keys, vectors
-    keep = np.sort(len(keys) - 1 - rev_index)
-    return keys[keep], vectors[keep]
-
-
-def _top(sims: NDArray[np.float32], m: int) -> NDArray[np.intp]:
-    """Indices of the ``m`` largest values, best first."""
-    n = len(sims)
-    if m >= n:
-        return np.argsort(-sims, kind="stable")
-    part = np.argpartition(sims, n - m)[n - m :]
-    return part[np.argsort(-sims[part], kind="stable")]
-
-
-class _ExactStore:
-    """A growable contiguous float32 matrix searched by brute force."""
-
-    kind = "exact"
-
-    def __init__(self, dim: int, capacity: int = 256) -> None:
-        self.dim = dim
-        self.keys: Keys = np.zeros(capacity, dtype=np.int64)
-        self.mat: Matrix = np.zeros((capacity, dim), dtype=np.float32)
-        self.n = 0
-        self.pos: dict[int, int] = {}
-
-    def __len__(self) -> int:
-        return self.n
-
-    def _reserve(self, extra: int) -> None:
-        need = self.n + extra
-        cap = len(self.keys)
-        if need <= cap:
-            return
-        new_cap = max(need, cap * 2, 256)
-        keys = np.zeros(new_cap, dtype=np.int64)
-        mat = np.zeros((new_cap, self.dim), dtype=np.float32)
-        keys[: self.n] = self.keys[: self.n]
-        mat[: self.n] = self.mat[: self.n]
-        self.keys, self.mat = keys, mat
-
-    def add(self, keys: Keys, vectors: Matrix) -> None:
-        keys, vectors = _dedupe_last(keys, vectors)
-        if not len(keys):
-            return
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        normed = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
-        self._reserve(len(keys))
-        rows = np.empty(len(keys), dtype=np.intp)
-        for i, key in enumerate(keys.tolist()):
-            row = self.pos.get(key)
-            if row is None:
-                row = self.pos[key] = self.n
-                self.n += 1
-            rows[i] = row
-        self.keys[rows] = keys
-        self.mat[rows] = normed
-
-    def remove(self, keys: Sequence[int]) -> None:
-        for key in keys:
-            row = self.pos.pop(key, None)
-            if row is None:
-                continue
-            last = self.n - 1
-            if row != last:
-                moved = int(self.keys[last])
-                self.keys[row] = moved
-                self.mat[row] = self.mat[last]
-                self.pos[moved] = row
-            self.n = last
-
-    def search(self, query: Matrix, m: int) -> tuple[Keys, NDArray[np.float32]]:
-        if self.n == 0 or m <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        # einsum is a single-threaded SIMD loop: a BLAS gemv would wake a thread
-        # pool per query, which costs milliseconds on a busy 2-core machine.
-        sims = np.einsum("ij,j->i", self.mat[: self.n], query[0])
-        order = _top(sims, m)
-        return self.keys[order], sims[order]
-
-    def sample(self, count: int, rng: np.random.Generator) -> Matrix:
-        rows = np.arange(self.n) if self.n <= count else rng.choice(self.n, count, False)
-        return self.mat[rows]
-
-    def payload(self) -> Iterator[memoryview]:
-        # Bytes through a flat uint8 view: memoryview.cast refuses an empty (n = 0) matrix.
-        yield np.ascontiguousarray(self.keys[: self.n]).reshape(-1).view(np.uint8).data
-        yield np.ascontiguousarray(self.mat[: self.n]).reshape(-1).view(np.uint8).data
-
-    @classmethod
-    def from_buffer(cls, buf: memoryview, dim: int, count: int) -> _ExactStore:
-        if len(buf) != count * 8 + count * dim * 4:
-            raise _CorruptFile("exact payload has the wrong length")
-        store = cls(dim, capacity=max(count, 256))
-        keys = np.frombuffer(buf, dtype=np.int64, count=count)
-        mat = np.frombuffer(buf, dtype=np.float32, count=count * dim, offset=count * 8)
-        store.keys[:count] = keys
-        store.mat[:count] = mat.reshape(count, dim)
-        store.n = count
-        store.pos = {int(k): i for i, k in enumerate(keys.tolist())}
-        if len(store.pos) != count:
-            raise _CorruptFile("exact payload has duplicate keys")
-        return store
-
-
-class _HnswStore:
-    """A usearch HNSW graph (cosine metric)."""
-
-    kind = "hnsw"
-
-    def __init__(self, index: Any) -> None:
-        self.index = index
-
-    @classmethod
-    def create(
-        cls, dim: int, connectivity: int, expansion_add: int, expansion_search: int
-    ) -> _HnswStore:
-        return cls(
-            _Usearch(
-                ndim=dim,
-                metric="cos",
-                dtype=_HNSW_DTYPE,
-                connectivity=connectivity,
-                expansion_add=expansion_add,
-                expansion_search=expansion_search,
-            )
-        )
-
-    def __len__(self) -> int:
-        return int(len(self.index))
-
-    def add(self, keys: Keys, vectors: Matrix) -> None:
-        keys, vectors = _dedupe_last(keys, vectors)
-        if not len(keys):
-            return
-        present = np.asarray(self.index.contains(keys), dtype=bool).reshape(-1)
-        if present.any():
-            self.index.remove(keys[present])
-        threads = 0 if len(keys) >= 256 else 1
-        self.index.add(keys, vectors, threads=threads)
-
-    def remove(self, keys: Sequence[int]) -> None:
-        if keys:
-            self.index.remove(np.asarray(keys, dtype=np.int64))
-
-    def exact_among(
-        self, query: Matrix, allowed: Callable[[int], bool], k: int
-    ) -> list[tuple[int, float]]:
-        """The ``k`` nearest allowed keys by an exact scan of their stored vectors."""
-        keys = [key for key in np.asarray(self.index.keys, dtype=np.int64).tolist()
-                if allowed(key)]
-        if not keys:
-            return []
-        mat = np.stack(self.index.get(np.asarray(keys, dtype=np.int64), dtype=np.float32))
-        norms = np.linalg.norm(mat, axis=1)
-        sims = (mat @ query[0]) / np.where(norms > 0, norms, 1.0)
-        order = np.argsort(-sims, kind="stable")[:k]
-        return [(keys[i], float(sims[i])) for i in order.tolist()]
-
-    def sample(self, count: int, rng: np.random.Generator) -> Matrix:
-        keys = np.asarray(self.index.keys, dtype=np.int64)
-        if len(keys) > count:
-            keys = rng.choice(keys, count, replace=False)
-        if not len(keys):
-            return np.zeros((0, self.index.ndim), dtype=np.float32)
-        return np.stack(self.index.get(keys, dtype=np.float32)).astype(np.float32)
-
-    def search(self, query: Matrix, m: int) -> tuple[Keys, NDArray[np.float32]]:
-        if len(self.index) == 0 or m <= 0:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        found = self.index.search(query[0], m, threads=1)
-        keys = np.asarray(found.keys).astype(np.int64)
-        sims = (1.0 - np.asarray(found.distances, dtype=np.float32)).astype(np.float32)
-        return keys, sims
-
-    @classmethod
-    def from_buffer(
-        cls, buf: memoryview, header: dict[str, Any], expansion_add: int, expansion_search: int
-    ) -> _HnswStore:
-        index = _Usearch(
-            ndim=header["dim"],
-            metric="cos",
-            dtype=str(header.get("dtype", _HNSW_DTYPE)),
-            connectivity=int(header.get("connectivity", 16)),
-        )
-        try:
-            index.load(buf)
-        except Exception as exc:  # usearch raises RuntimeError/ValueError on bad bytes
-            raise _CorruptFile(f"usearch could not load the payload: {exc}") from exc
-        if int(index.ndim) != header["dim"] or len(index) != header["count"]:
-            raise _CorruptFile("usearch payload disagrees with its header")
-        index.expansion_add = expansion_add
-        index.expansion_search = expansion_search
-        return cls(index)
-
-
-_Store = _ExactStore | _HnswStore
-
-
-# ---------------------------------------------------------------------------- files
-
-
-def _is_regular_file(path: Path) -> bool:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISREG(st.st_mode)
-
-
-def _unlink_quietly(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        os.unlink(path)
-
-
-@contextlib.contextmanager
-def _mapped(path: Path) -> Iterator[mmap.mmap]:
-    """Map a regular file read-only without following symlinks."""
-    if not _is_regular_file(path):
-        raise _CorruptFile("not a regular file")
-    try:
-        fd = os.open(path, os.O_RDONLY | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY)
-    except OSError as exc:
-        raise _CorruptFile(f"cannot open: {exc.strerror}") from exc
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size < _TRAILER.size:
-            raise _CorruptFile("file too small")
-        mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-    finally:
-        os.close(fd)
-    try:
-        yield mm
-    finally:
-        mm.close()
-
-
-def _crc(views: Iterator[memoryview] | Sequence[memoryview]) -> int:
-    crc = 0
-    step = 1 << 24
-    for view in views:
-        for start in range(0, len(view), step):
-            crc = zlib.crc32(view[start : start + step], crc)
-    return crc
-
-
-# ---------------------------------------------------------------------------- index
-
-
 class VectorIndex:
     """An in-memory nearest-neighbour index derived from a :class:`VectorSource`.
 
@@ -486,7 +188,7 @@ class VectorIndex:
         # long rebuild or save never blocks searches on the previous state.
         self._sync_lock = threading.Lock()
         self._state_lock = threading.Lock()
-        self._store: _Store | None = None
+        self._store: IndexStore | None = None
         self._seq = 0
         self._dirty = 0
         self._centroid: tuple[int, Matrix, float] | None = None
@@ -665,7 +367,7 @@ class VectorIndex:
                     if len(hits) == k:
                         return hits
             if fetch >= total:
-                if isinstance(store, _HnswStore) and len(hits) < k:
+                if isinstance(store, HnswStore) and len(hits) < k:
                     # A graph search for every vector may still miss some: with a filter
                     # this selective, score the allowed keys exactly instead.
                     return store.exact_among(q, allowed, k)
@@ -697,18 +399,18 @@ class VectorIndex:
 
     # ---------------------------------------------------------------- internals
 
-    def _new_hnsw(self) -> _HnswStore:
-        return _HnswStore.create(
+    def _new_hnsw(self) -> HnswStore:
+        return HnswStore.create(
             self.dim, self.connectivity, self.expansion_add, self.expansion_search
         )
 
     def _needs_exact(self) -> bool:
         store = self._store
-        return isinstance(store, _HnswStore) and len(store) < self.exact_below // 2
+        return isinstance(store, HnswStore) and len(store) < self.exact_below // 2
 
     def _maybe_go_hnsw(self) -> None:
         store = self._store
-        if not isinstance(store, _ExactStore) or len(store) < self.exact_below:
+        if not isinstance(store, ExactStore) or len(store) < self.exact_below:
             return
         graph = self._new_hnsw()
         graph.add(store.keys[: store.n].copy(), store.mat[: store.n].copy())
@@ -721,15 +423,15 @@ class VectorIndex:
     ) -> None:
         seq0 = source.vector_seq()
         total = source.vector_count()
-        store: _Store = (
-            _ExactStore(self.dim, capacity=max(total, 256))
+        store: IndexStore = (
+            ExactStore(self.dim, capacity=max(total, 256))
             if total < self.exact_below
             else self._new_hnsw()
         )
         done = 0
         for raw_keys, raw_vectors in source.iter_all_vectors(_READ_BATCH):
-            keys = _as_keys(raw_keys)
-            store.add(keys, _as_matrix(raw_vectors, self.dim, len(keys)))
+            keys = as_keys(raw_keys)
+            store.add(keys, as_matrix(raw_vectors, self.dim, len(keys)))
             done += len(keys)
             if progress is not None:
                 progress(done, max(total, done))
@@ -767,9 +469,9 @@ class VectorIndex:
         vec_parts: list[Matrix] = []
         for start in range(0, len(wanted), _FETCH_CHUNK):
             raw_keys, raw_vectors = source.vectors_for(wanted[start : start + _FETCH_CHUNK])
-            keys = _as_keys(raw_keys)
+            keys = as_keys(raw_keys)
             key_parts.append(keys)
-            vec_parts.append(_as_matrix(raw_vectors, self.dim, len(keys)))
+            vec_parts.append(as_matrix(raw_vectors, self.dim, len(keys)))
         if key_parts:
             keys = np.concatenate(key_parts)
             vectors = np.concatenate(vec_parts)
@@ -788,33 +490,12 @@ class VectorIndex:
         self._dirty += len(changes)
         return len(changes)
 
+
     # files ---------------------------------------------------------------------
-
-    def _file_name(self, seq: int) -> str:
-        return f"{self.name}.{self._tag}.{seq}{_SUFFIX}"
-
-    def _saved_files(self) -> list[tuple[int, str, Path]]:
-        """``(seq, tag, path)`` of every saved file of this name, newest first."""
-        found: list[tuple[int, str, Path]] = []
-        try:
-            entries = list(os.scandir(self.directory))
-        except OSError:
-            return found
-        prefix = self.name + "."
-        for entry in entries:
-            fname = entry.name
-            if not (fname.startswith(prefix) and fname.endswith(_SUFFIX)):
-                continue
-            parts = fname[len(prefix) : -len(_SUFFIX)].split(".")
-            if len(parts) != 2 or not parts[1].isdigit():
-                continue
-            found.append((int(parts[1]), parts[0], Path(entry.path)))
-        found.sort(key=lambda item: item[0], reverse=True)
-        return found
 
     def _load_newest(self, max_seq: int) -> str:
         """Install the newest valid saved file; returns the reason string for the report."""
-        files = self._saved_files()
+        files = saved_files(self.directory, self.name)
         mine = [item for item in files if item[1] == self._tag]
         if not mine:
             return "saved index is for another marker or dim" if files else "no saved index"
@@ -823,13 +504,15 @@ class VectorIndex:
             if seq > max_seq:
                 # The log only grows, so this file belongs to a replaced database.
                 reasons.append(f"{path.name}: ahead of the source log")
-                _unlink_quietly(path)
+                unlink_quietly(path)
                 continue
             try:
-                store, file_seq = self._read(path)
-            except _CorruptFile as exc:
+                store, file_seq = read_file(
+                    path, marker=self.marker, dim=self.dim, expansion_add=self.expansion_add,
+                    expansion_search=self.expansion_search)
+            except CorruptFile as exc:
                 reasons.append(f"{path.name}: {exc}")
-                _unlink_quietly(path)  # garbage; removing it lets the next save replace it
+                unlink_quietly(path)  # garbage; removing it lets the next save replace it
                 continue
             except (OSError, ValueError, MemoryError) as exc:
                 reasons.append(f"{path.name}: {type(exc).__name__}")
@@ -844,136 +527,18 @@ class VectorIndex:
             return f"loaded {path.name}"
         return "saved index invalid (" + "; ".join(reasons) + ")"
 
-    def _read(self, path: Path) -> tuple[_Store, int]:
-        with _mapped(path) as mm:
-            size = len(mm)
-            header_len, header_crc, magic = _TRAILER.unpack_from(mm, size - _TRAILER.size)
-            if magic != _MAGIC:
-                raise _CorruptFile("bad magic")
-            if header_len > min(_MAX_HEADER, size - _TRAILER.size):
-                raise _CorruptFile("bad header length")
-            header_end = size - _TRAILER.size
-            raw = mm[header_end - header_len : header_end]
-            if zlib.crc32(raw) != header_crc:
-                raise _CorruptFile("header checksum mismatch")
-            try:
-                header = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-                raise _CorruptFile("unreadable header") from exc
-            if not isinstance(header, dict) or header.get("format") != _FORMAT:
-                raise _CorruptFile("unknown format")
-            if header.get("marker") != self.marker or header.get("dim") != self.dim:
-                raise _CorruptFile("written for another marker or dim")
-            payload_len = header.get("payload_len")
-            count = header.get("count")
-            seq = header.get("seq")
-            if (
-                not (
-                    isinstance(payload_len, int) and isinstance(count, int) and isinstance(seq, int)
-                )
-                or payload_len + header_len != header_end
-            ):
-                raise _CorruptFile("inconsistent header")
-            view = memoryview(mm)
-            try:
-                payload = view[:payload_len]
-                try:
-                    if _crc([payload]) != header.get("payload_crc"):
-                        raise _CorruptFile("payload checksum mismatch")
-                    store: _Store
-                    if header.get("kind") == "exact":
-                        store = _ExactStore.from_buffer(payload, self.dim, count)
-                    elif header.get("kind") == "hnsw":
-                        store = _HnswStore.from_buffer(
-                            payload, header, self.expansion_add, self.expansion_search
-                        )
-                    else:
-                        raise _CorruptFile("unknown index kind")
-                finally:
-                    payload.release()
-            finally:
-                view.release()
-        return store, seq
-
     def _save_locked(self, *, force: bool) -> None:
         store = self._store
         if store is None:
             return
         seq = self._seq
         if not force and any(
-            s >= seq and tag == self._tag and _is_regular_file(p)
-            for s, tag, p in self._saved_files()
+            s >= seq and tag == self._tag and is_regular_file(p)
+            for s, tag, p in saved_files(self.directory, self.name)
         ):
             self._dirty = 0  # another process already persisted this state or a newer one
             return
-        self.directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{self.name}.", suffix=".tmp", dir=self.directory)
-        tmp = Path(tmp_name)
-        try:
-            if isinstance(store, _ExactStore):
-                with os.fdopen(fd, "wb") as fh:
-                    parts = list(store.payload())
-                    for part in parts:
-                        fh.write(part)
-                    payload_len = sum(len(p) for p in parts)
-                    crc = _crc(parts)
-                    self._write_trailer(fh, store, seq, payload_len, crc)
-            else:
-                os.close(fd)
-                store.index.save(os.fspath(tmp))
-                fd2 = os.open(tmp, os.O_RDWR | _O_NOFOLLOW | _O_CLOEXEC | _O_BINARY)
-                with os.fdopen(fd2, "r+b") as fh:
-                    payload_len = os.fstat(fh.fileno()).st_size
-                    with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                        view = memoryview(mm)
-                        try:
-                            crc = _crc([view])
-                        finally:
-                            view.release()
-                    fh.seek(payload_len)
-                    self._write_trailer(fh, store, seq, payload_len, crc)
-            os.replace(tmp, self.directory / self._file_name(seq))
-        except BaseException:
-            _unlink_quietly(tmp)
-            raise
+        write_file(self.directory, self.name, self._tag, store, seq, marker=self.marker,
+                   dim=self.dim, connectivity=self.connectivity)
         self._dirty = 0
-        self._prune()
-
-    def _write_trailer(self, fh: Any, store: _Store, seq: int, payload_len: int, crc: int) -> None:
-        header = {
-            "format": _FORMAT,
-            "kind": store.kind,
-            "marker": self.marker,
-            "dim": self.dim,
-            "seq": seq,
-            "count": len(store),
-            "payload_len": payload_len,
-            "payload_crc": crc,
-            "dtype": _HNSW_DTYPE if store.kind == "hnsw" else "f32",
-            "connectivity": self.connectivity,
-            "saved_at": time.time(),
-        }
-        raw = json.dumps(header, sort_keys=True).encode("utf-8")
-        fh.write(raw)
-        fh.write(_TRAILER.pack(len(raw), zlib.crc32(raw), _MAGIC))
-        fh.flush()
-        os.fsync(fh.fileno())
-
-    def _prune(self) -> None:
-        """Keep the newest two files of this marker/dim; drop older foreign ones and stale temps."""
-        files = self._saved_files()
-        mine = [item for item in files if item[1] == self._tag]
-        newest = mine[0][0] if mine else 0
-        kept = {path.name for _, _, path in mine[:_KEEP_FILES]}
-        for seq, tag, path in files:
-            if path.name in kept:
-                continue
-            if tag == self._tag or seq < newest:
-                _unlink_quietly(path)
-        now = time.time()
-        with contextlib.suppress(OSError):
-            for entry in os.scandir(self.directory):
-                if entry.name.startswith(f".{self.name}.") and entry.name.endswith(".tmp"):
-                    with contextlib.suppress(OSError):
-                        if now - entry.stat(follow_symlinks=False).st_mtime > _STALE_TMP_SECONDS:
-                            os.unlink(entry.path)
+        prune(self.directory, self.name, self._tag)

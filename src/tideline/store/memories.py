@@ -2,12 +2,13 @@
 
 Portable SQL (``?`` placeholders, ``RETURNING id``, ``ON CONFLICT``): the SQLite and the
 PostgreSQL store both inherit :class:`MemoryRows` and keep only what differs — their
-full-text index rows (:meth:`MemoryRows._index_memory`), their vector rows, and the reads
-that lock on PostgreSQL (``get_memories``, ``write_key``).
+full-text index rows (:meth:`MemoryRows._index_memory`), their vector rows, and the locks
+PostgreSQL takes while reading (``get_memories``, :meth:`MemoryRows._hold_write_key`).
 """
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -109,6 +110,29 @@ class MemoryRows(BackendRows):
             "WHERE id = ? AND namespace = ?",
             (status, now, mid, self.namespace),
         )
+
+    @abstractmethod
+    def _hold_write_key(self, c: Any, key: str) -> None:
+        """Inside a write transaction, hold idempotency ``key`` until it ends, so that two
+        writers of one key never both find it unseen (``c``: the reading connection)."""
+
+    def write_key(self, key: str, *,
+                  since: float | None = None) -> tuple[int, str, float, int | None] | None:
+        """The stored outcome of an idempotency key, if it was seen (at or after ``since``).
+
+        Read inside a write transaction, the key is held until commit
+        (:meth:`_hold_write_key`), so two writers of one key never both find it unseen.
+        """
+        with self.db.read() as c:
+            self._hold_write_key(c, key)
+            row = c.execute(
+                "SELECT memory_id, decision, similarity, nearest FROM write_keys "
+                "WHERE namespace = ? AND key = ? AND created_at >= ?",
+                (self.namespace, key, float("-inf") if since is None else since),
+            ).fetchone()
+        if row is None:
+            return None
+        return int(row[0]), str(row[1]), float(row[2]), row[3]
 
     def record_write_key(
         self, c: Any, key: str, mid: int, decision: str, similarity: float,

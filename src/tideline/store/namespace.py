@@ -6,6 +6,7 @@ the scopes and the counts — portable SQL, so each backend keeps only what diff
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -18,11 +19,26 @@ from tideline.store.view import placeholders
 if TYPE_CHECKING:
     from tideline.store.agent import AgentReader
 
-__all__ = ["NamespaceRows"]
+__all__ = ["DF_CACHE_MIN", "DF_CACHE_SIZE", "NamespaceRows"]
+
+#: Document frequencies at or above this many rows are cached (see each backend's
+#: ``document_frequencies``), at most this many tokens a table.
+DF_CACHE_MIN = 500
+DF_CACHE_SIZE = 20_000
 
 
 class NamespaceRows(MemoryRows, TurnRows):
-    """The shared base of the SQLite and the PostgreSQL store."""
+    """The shared base of the SQLite and the PostgreSQL store.
+
+    Attributes:
+        _df_cache_seconds: how long a table's document-frequency cache is kept at the
+            most (each backend's own: what a count costs differs).
+        _df_caches: per table kind, (row count, monotonic time, token → count) of the
+            cache (set up by each backend's ``__init__``).
+    """
+
+    _df_cache_seconds = 60.0
+    _df_caches: dict[str, tuple[int, float, dict[str, int]]]
 
     def _check_marker(self, marker: str) -> None:
         """Record the embedder marker of a new store; refuse one built with another.
@@ -111,3 +127,14 @@ class NamespaceRows(MemoryRows, TurnRows):
                     "WHERE m.namespace = ? GROUP BY e.type", (ns,)).fetchall()},
                 "events": one("SELECT count(*) FROM events WHERE namespace = ?"),
             }
+
+    def _df_cache_for(self, kind: str, total: int) -> dict[str, int]:
+        """The document-frequency cache of one table, emptied when it went stale (older
+        than ``_df_cache_seconds``, or the row count moved by more than 1 %)."""
+        now = time.monotonic()
+        cached = self._df_caches.get(kind)
+        if (cached is None or now - cached[1] > self._df_cache_seconds
+                or abs(total - cached[0]) > 0.01 * max(cached[0], 1)):
+            cached = (total, now, {})
+            self._df_caches[kind] = cached
+        return cached[2]

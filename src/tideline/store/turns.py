@@ -1,24 +1,88 @@
 """Reads of the raw turns of one namespace, for every backend (portable SQL).
 
-Each backend's store inherits :class:`TurnRows` and keeps what differs: inserting turns
-(a session's next place is read under SQLite's single writer, under an advisory lock on
-PostgreSQL), the (source, message id) lookup and the neighbour query.
+Each backend's store inherits :class:`TurnRows` and keeps what differs: how a session is
+held while its next place is read (:meth:`TurnRows._lock_session`: SQLite's single
+writer holds it already, PostgreSQL takes an advisory lock), the (source, message id)
+lookup and the neighbour query.
 """
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tideline.models import Turn
-from tideline.store.rows import TURN_COLUMNS, BackendRows, turn_from_row
+from tideline.store.rows import TURN_COLUMNS, BackendRows, mark_pending, turn_from_row
 from tideline.store.view import placeholders
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["TurnRows"]
 
 
 class TurnRows(BackendRows):
-    """Turn reads over ``self.db`` for ``self.namespace`` (a base of each backend's store)."""
+    """Turn rows over ``self.db`` for ``self.namespace`` (a base of each backend's store)."""
+
+    if TYPE_CHECKING:  # defined by each backend's store (space: by NamespaceRows)
+        def space(self, kind: str, scope: str) -> str: ...
+
+        def _put_vector(self, c: Any, space: str, key: int, vector: np.ndarray) -> None: ...
+
+        def _index_turn(self, c: Any, tid: int, speaker: str, text: str) -> None: ...
+
+    @abstractmethod
+    def _lock_session(self, c: Any, session: str) -> None:
+        """Hold ``session`` until the caller's transaction ends, so that its next place
+        read now stays free until the insert commits."""
+
+    def insert_turns(
+        self, c: Any, turns: Sequence[Turn], vectors: Sequence[np.ndarray | None],
+    ) -> list[int]:
+        """Insert raw turns in order inside the caller's write transaction.
+
+        Each new turn takes the next free index of its session, read inside this
+        transaction once the session is held (:meth:`_lock_session`): indexes stay
+        contiguous and unique per session under concurrent writers and after a resumed
+        import; the ``turn_index`` the turn carries is ignored. A turn whose (source,
+        message id) is stored already is skipped and takes no index.
+
+        Returns:
+            The new internal id of each turn, 0 for one that was stored already.
+        """
+        places: dict[str, int] = {}
+        out: list[int] = []
+        for turn, vector in zip(turns, vectors, strict=True):
+            if turn.session not in places:
+                self._lock_session(c, turn.session)
+                row = c.execute(
+                    "SELECT max(turn_index) FROM turns WHERE namespace = ? AND session = ?",
+                    (self.namespace, turn.session),
+                ).fetchone()
+                places[turn.session] = 0 if row[0] is None else int(row[0]) + 1
+            # Only the (source, message id) conflict means "stored already"; a clash on
+            # the session's place would be a bug and must raise, not drop the turn.
+            found = c.execute(
+                "INSERT INTO turns(namespace, scope, session, turn_index, speaker, role, "
+                "text, ts, source, message_id, recorded_at) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
+                "ON CONFLICT(namespace, source, message_id) DO NOTHING RETURNING id",
+                (self.namespace, turn.scope, turn.session, places[turn.session], turn.speaker,
+                 turn.role, turn.text, turn.timestamp, turn.source, turn.message_id,
+                 turn.recorded_at),
+            ).fetchone()
+            if found is None:
+                out.append(0)
+                continue
+            places[turn.session] += 1
+            tid = int(found[0])
+            self._index_turn(c, tid, turn.speaker, turn.text)
+            if vector is not None:
+                self._put_vector(c, self.space("t", turn.scope), tid, vector)
+            else:
+                mark_pending(c)
+            out.append(tid)
+        return out
 
     def previous_turn(self, session: str, turn_index: int) -> Turn | None:
         """The turn just before ``turn_index`` in a session, if stored."""

@@ -17,7 +17,6 @@ own (``tsvector``/``pg_trgm`` rows, pgvector columns, the locking reads).
 from __future__ import annotations
 
 import contextlib
-import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -25,6 +24,8 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from tideline.models import LexicalQuery, MemoryRecord, Turn
+from tideline.store.namespace import DF_CACHE_MIN as _DF_CACHE_MIN
+from tideline.store.namespace import DF_CACHE_SIZE as _DF_CACHE_SIZE
 from tideline.store.namespace import NamespaceRows
 from tideline.store.postgres import lexical as pg_lexical
 from tideline.store.postgres.connection import LOCK_KEY, Conn, Database
@@ -45,11 +46,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresStore"]
 
-_DF_CACHE_MIN = 500
-_DF_CACHE_SIZE = 20_000
-# Longer than SQLite's minute: a count here reads every matching row's heap page (13 ms
-# for a name in 6k of 100k rows), not a vocabulary row; the 1 % rule still applies.
-_DF_CACHE_SECONDS = 300.0
 _CHUNK = 1000
 
 
@@ -84,6 +80,9 @@ class PostgresStore(TurnRows, NamespaceRows):
     _tiebreak = ", id"
     _edge_order = " ORDER BY src, dst, type"
     _chunk = _CHUNK
+    # Longer than SQLite's minute: a count here reads every matching row's heap page (13 ms
+    # for a name in 6k of 100k rows), not a vocabulary row; the 1 % rule still applies.
+    _df_cache_seconds = 300.0
 
     def __init__(
         self, url: str, directory: Path, namespace: str, marker: str, *, retries: int = 6,
@@ -188,24 +187,10 @@ class PostgresStore(TurnRows, NamespaceRows):
 
     # -- memories -------------------------------------------------------------------------
 
-    def write_key(self, key: str, *,
-                  since: float | None = None) -> tuple[int, str, float, int | None] | None:
-        """The stored outcome of an idempotency key, if it was seen (at or after ``since``).
-
-        Read inside a write transaction, the key is locked until commit, so two writers
-        of one key never both find it unseen.
-        """
-        with self.db.read() as c:
-            if c.writing:
-                c.lock(LOCK_KEY, self.namespace, key)
-            row = c.execute(
-                "SELECT memory_id, decision, similarity, nearest FROM write_keys "
-                "WHERE namespace = ? AND key = ? AND created_at >= ?",
-                (self.namespace, key, float("-inf") if since is None else since),
-            ).fetchone()
-        if row is None:
-            return None
-        return int(row[0]), str(row[1]), float(row[2]), row[3]
+    def _hold_write_key(self, c: Conn, key: str) -> None:
+        """An advisory lock on the key until commit, taken only inside a write."""
+        if c.writing:
+            c.lock(LOCK_KEY, self.namespace, key)
 
     def _index_memory(self, c: Conn, mid: int, rec: MemoryRecord) -> None:
         body = memory_index_text(rec)
@@ -413,15 +398,6 @@ class PostgresStore(TurnRows, NamespaceRows):
             rows = c.execute(sql, (list(queries), list(queries.values()))).fetchall()
         total = int(rows[0][0]) if rows else 0
         return total, {str(r[1]): int(r[2]) for r in rows if r[1] is not None}
-
-    def _df_cache_for(self, kind: str, total: int) -> dict[str, int]:
-        now = time.monotonic()
-        cached = self._df_caches.get(kind)
-        if (cached is None or now - cached[1] > _DF_CACHE_SECONDS
-                or abs(total - cached[0]) > 0.01 * max(cached[0], 1)):
-            cached = (total, now, {})
-            self._df_caches[kind] = cached
-        return cached[2]
 
     # -- archive --------------------------------------------------------------------------
 

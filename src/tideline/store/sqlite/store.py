@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,11 +19,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tideline.models import LexicalQuery, MemoryRecord, Turn
-from tideline.store.namespace import NamespaceRows
+from tideline.store.namespace import DF_CACHE_MIN, DF_CACHE_SIZE, NamespaceRows
 from tideline.store.rows import (
     MEMORY_COLUMNS,
     TURN_COLUMNS,
-    mark_pending,
     memory_from_row,
     memory_index_text,
     turn_from_row,
@@ -41,10 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SQLiteStore", "SpaceSource"]
 
-# Document frequencies at or above this many rows are cached (see document_frequencies).
-_DF_CACHE_MIN = 500
-_DF_CACHE_SIZE = 20_000
-_DF_CACHE_SECONDS = 60.0
 
 class SpaceSource:
     """The vectors of one space (``m:<ns>:<scope>`` or ``t:<ns>:<scope>``) as a VectorSource."""
@@ -259,18 +253,8 @@ class SQLiteStore(NamespaceRows):
 
     # -- memories -------------------------------------------------------------------------
 
-    def write_key(self, key: str, *,
-                  since: float | None = None) -> tuple[int, str, float, int | None] | None:
-        """The stored outcome of an idempotency key, if it was seen (at or after ``since``)."""
-        with self.db.read() as c:
-            row = c.execute(
-                "SELECT memory_id, decision, similarity, nearest FROM write_keys "
-                "WHERE namespace = ? AND key = ? AND created_at >= ?",
-                (self.namespace, key, float("-inf") if since is None else since),
-            ).fetchone()
-        if row is None:
-            return None
-        return int(row[0]), str(row[1]), float(row[2]), row[3]
+    def _hold_write_key(self, c: sqlite3.Connection, key: str) -> None:
+        """Nothing to take: a write transaction (``BEGIN IMMEDIATE``) is the only writer."""
 
     def _index_memory(self, c: sqlite3.Connection, mid: int, rec: MemoryRecord) -> None:
         body = memory_index_text(rec)
@@ -427,20 +411,10 @@ class SQLiteStore(NamespaceRows):
                     row = c.execute(f"SELECT doc FROM temp.{vocab} WHERE term = ?",
                                     (token,)).fetchone()
                     hit = int(row[0]) if row else 0
-                    if hit >= _DF_CACHE_MIN and len(cache) < _DF_CACHE_SIZE:
+                    if hit >= DF_CACHE_MIN and len(cache) < DF_CACHE_SIZE:
                         cache[token] = hit
                 out[token] = hit
         return out, total
-
-    def _df_cache_for(self, kind: str, total: int) -> dict[str, int]:
-        """The document-frequency cache of one table, emptied when it went stale."""
-        now = time.monotonic()
-        cached = self._df_caches.get(kind)
-        if (cached is None or now - cached[1] > _DF_CACHE_SECONDS
-                or abs(total - cached[0]) > 0.01 * max(cached[0], 1)):
-            cached = (total, now, {})
-            self._df_caches[kind] = cached
-        return cached[2]
 
     # -- turns ----------------------------------------------------------------------------
 
@@ -457,52 +431,9 @@ class SQLiteStore(NamespaceRows):
                     out[(source, mid)] = int(row[0])
         return out
 
-    def insert_turns(
-        self, c: sqlite3.Connection, turns: Sequence[Turn],
-        vectors: Sequence[np.ndarray | None],
-    ) -> list[int]:
-        """Insert raw turns in order inside the caller's write transaction.
-
-        Each new turn takes the next free index of its session, read inside this
-        transaction (``BEGIN IMMEDIATE``): indexes stay contiguous and unique per session
-        under concurrent writers and after a resumed import; the ``turn_index`` the turn
-        carries is ignored. A turn whose (source, message id) is stored already is skipped
-        and takes no index.
-
-        Returns:
-            The new internal id of each turn, 0 for one that was stored already.
-        """
-        places: dict[str, int] = {}
-        out: list[int] = []
-        for turn, vector in zip(turns, vectors, strict=True):
-            if turn.session not in places:
-                row = c.execute(
-                    "SELECT max(turn_index) FROM turns WHERE namespace = ? AND session = ?",
-                    (self.namespace, turn.session),
-                ).fetchone()
-                places[turn.session] = 0 if row[0] is None else int(row[0]) + 1
-            # Only the (source, message id) conflict means "stored already"; a clash on
-            # the session's place would be a bug and must raise, not drop the turn.
-            cur = c.execute(
-                "INSERT INTO turns(namespace, scope, session, turn_index, speaker, role, "
-                "text, ts, source, message_id, recorded_at) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
-                "ON CONFLICT(namespace, source, message_id) DO NOTHING",
-                (self.namespace, turn.scope, turn.session, places[turn.session], turn.speaker,
-                 turn.role, turn.text, turn.timestamp, turn.source, turn.message_id,
-                 turn.recorded_at),
-            )
-            if not cur.rowcount:
-                out.append(0)
-                continue
-            places[turn.session] += 1
-            tid = int(cur.lastrowid or 0)
-            self._index_turn(c, tid, turn.speaker, turn.text)
-            if vector is not None:
-                self._put_vector(c, self.space("t", turn.scope), tid, vector)
-            else:
-                mark_pending(c)
-            out.append(tid)
-        return out
+    def _lock_session(self, c: sqlite3.Connection, session: str) -> None:
+        """Nothing to take: the write transaction (``BEGIN IMMEDIATE``) is the only
+        writer, so the session's next place stays free until it commits."""
 
     def neighbour_turns(self, hits: Sequence[Turn], radius: int = 1) -> list[Turn]:
         """The turns within ``radius`` places of each hit in its own session (hits included)."""
