@@ -33,6 +33,8 @@ _SQL = {
                       "ON CONFLICT (id) DO NOTHING",
     "pair_upsert": "INSERT INTO {t}_pair(a, b, kind, w) VALUES (?, ?, 'co', ?) "
                    "ON CONFLICT(a, b, kind) DO UPDATE SET w = {t}_pair.w + excluded.w",
+    "pair_skip": "INSERT INTO {t}_pair(a, b, kind, w) VALUES (?, ?, 'co', ?) "
+                 "ON CONFLICT DO NOTHING",
     "update_checked": "UPDATE {t} SET n = ?, w = ?, ver = ver + 1 WHERE id = ? AND ver = ?",
     "update_bump": "UPDATE {t} SET n = n + 1 WHERE id = ?",
     "update_filtered": "UPDATE {t} SET label = ?, ver = ver + 1 WHERE id = ? AND "
@@ -48,6 +50,7 @@ _ROWS = {
     "upsert_adds": st.tuples(_ids, st.integers(0, 5), _w, _label),
     "insert_or_skip": st.tuples(_ids, st.integers(0, 5), _w, _label),
     "pair_upsert": st.tuples(_ids, _ids, st.floats(0, 1, allow_nan=False)),
+    "pair_skip": st.tuples(_ids, _ids, st.floats(0, 1, allow_nan=False)),
     "update_checked": st.tuples(st.integers(-2, 2), _w, _ids, st.integers(0, 2)),
     "update_bump": st.tuples(_ids),
     "update_filtered": st.tuples(st.text("xy", max_size=2), _ids),
@@ -139,6 +142,16 @@ def test_what_the_rewrite_does_not_cover_still_runs_row_by_row(
         for row in rows:
             c.execute(sql.format(t="single"), row)
         assert _dump(c, "batched") == _dump(c, "single")
+
+
+def test_shapes_whose_batch_could_differ_are_not_rewritten() -> None:
+    assert parse("INSERT INTO t(a, b) VALUES (?, ?) ON CONFLICT ON CONSTRAINT t_pkey "
+                 "DO UPDATE SET b = excluded.b") is None
+    assert parse("INSERT INTO t(k, b) VALUES ('one', ?) ON CONFLICT (k) "
+                 "DO UPDATE SET b = t.b + excluded.b") is None
+    assert parse("UPDATE t SET a = a + ? WHERE id = ?") is None
+    assert parse("UPDATE t SET a = ? WHERE id = ? OR id = 0") is None
+    assert parse("DELETE FROM t WHERE id IN (?, ?)") is None
 
 
 def test_a_key_repeated_in_one_batch_starts_the_next_statement() -> None:

@@ -63,6 +63,7 @@ _UPDATE = re.compile(rf"^\s*UPDATE\s+({_IDENT})\s+SET\s+(.*?)\s+WHERE\s+(.*?)\s*
 _DELETE = re.compile(rf"^\s*DELETE\s+FROM\s+({_IDENT})\s+WHERE\s+(.*?)\s*$", re.S | re.I)
 _LITERAL = re.compile(r"^'[^'?%]*'$|^-?[0-9]+(\.[0-9]+)?$")
 _CONFLICT = re.compile(r"^ON\s+CONFLICT\s*\(([^()]*)\)\s*DO\s+UPDATE\b", re.I)
+_NOTHING = re.compile(r"^ON\s+CONFLICT\s*(\([^()]*\))?\s*DO\s+NOTHING$", re.I)
 _EQ_PARAM = re.compile(rf"^({_IDENT})\s*=\s*\?$")
 _AND = re.compile(r"\s+AND\s+", re.I)
 _UNSAFE = re.compile(r"[()?;%]|\bselect\b|\breturning\b|\bor\b", re.I)
@@ -113,9 +114,10 @@ def _insert(m: re.Match[str]) -> Batch | None:
                 return None
             if items[cols.index(col)] == "?":
                 positions.append(typed.index(col))
+        if not positions:  # every row the same key: nothing to batch
+            return None
         key = tuple(positions)
-    elif re.search(r"\bselect\b|\(", tail, re.I) and not re.match(
-            r"^ON\s+CONFLICT\s*(\([^()]*\))?\s*DO\s+NOTHING$", tail, re.I):
+    elif tail and not _NOTHING.match(tail):  # only no clause or DO NOTHING, else row by row
         return None
 
     names = [f"_tl{i}" for i in range(len(typed))]
