@@ -8,10 +8,12 @@ Each case runs the same rows through ``Conn.executemany`` and, on a twin table, 
 from __future__ import annotations
 
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -61,10 +63,12 @@ _ROWS = {
 
 @pytest.fixture(scope="module")
 def db(pg_server: Any) -> Iterator[Database]:
-    from tests.postgres.conftest import fresh_database
-
+    # A name of its own: this module-scoped database outlives the per-test ones.
+    name = f"batch_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server.get_uri(), autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
     with tempfile.TemporaryDirectory() as tmp:
-        database = Database(fresh_database(pg_server), Path(tmp))
+        database = Database(str(pg_server.get_uri(name)), Path(tmp))
         with database.write() as c:
             for t in ("batched", "single"):
                 for stmt in _TABLES.format(t=t).split(";"):
