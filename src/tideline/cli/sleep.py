@@ -51,7 +51,8 @@ def sleep(
         from tideline.sleep.gate import quick_skip
 
         cfg = Config.load(home=store, namespace=namespace)
-        gated = quick_skip(cfg.home, cfg.namespace, cfg.sleep.refresh_after_hours)
+        gated = quick_skip(cfg.home, cfg.namespace, cfg.sleep.refresh_after_hours,
+                           database=cfg.database)
         if gated is not None:
             emit(gated, as_json, lambda: _sleep_text(gated))
             return

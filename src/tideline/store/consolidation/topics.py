@@ -51,6 +51,7 @@ class TopicRows(SleepView):
                       "(SELECT id FROM topic_clusters WHERE namespace = ?)", (self.ns,))
             c.execute("DELETE FROM topic_clusters WHERE namespace = ?", (self.ns,))
             live = self.existing_ids(c, [m for cl in clusters for m, _ in cl["members"]])
+            rows: list[tuple[int, int, float]] = []
             for cl in clusters:
                 members = [(m, s) for m, s in cl["members"] if m in live]
                 if not members:
@@ -62,9 +63,11 @@ class TopicRows(SleepView):
                                                                    ensure_ascii=False),
                      len(members), cl["df"], now))
                 cid = int(cur.fetchone()[0])
-                c.executemany("INSERT INTO topic_members(cluster_id, memory_id, score) "
-                              "VALUES (?,?,?)", [(cid, m, s) for m, s in members])
+                rows.extend((cid, m, s) for m, s in members)
                 written += len(members)
+            # One batch for every cluster's members (PostgreSQL runs it as a few statements).
+            c.executemany("INSERT INTO topic_members(cluster_id, memory_id, score) "
+                          "VALUES (?,?,?)", rows)
         return written
 
     def topic_index(self) -> dict[tuple[str, str], int]:

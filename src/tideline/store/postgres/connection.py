@@ -52,6 +52,7 @@ from tideline.errors import (
 from tideline.store.dialect import POSTGRES, PostgresDialect
 from tideline.store.meta import MetaRows
 from tideline.store.postgres import redact_url
+from tideline.store.postgres.batch import Batch, Columns, parse, plan
 from tideline.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 
 __all__ = ["Conn", "Cursor", "Database", "advisory_key", "from_psycopg", "translate"]
@@ -192,6 +193,44 @@ class _Cursor:
         return iter(self._cur)
 
 
+class _Many:
+    """The cursors of one ``executemany`` run as a few set-based statements."""
+
+    __slots__ = ("_curs", "_pipeline")
+
+    def __init__(self, curs: list[psycopg.Cursor[Any]], pipeline: psycopg.Pipeline | None) -> None:
+        self._curs = curs
+        self._pipeline = pipeline
+
+    @property
+    def rowcount(self) -> int:
+        if self._pipeline is not None:
+            self._pipeline.sync()
+        return sum(max(c.rowcount, 0) for c in self._curs)
+
+    def fetchone(self) -> Any:
+        return self._curs[-1].fetchone()
+
+    def fetchall(self) -> list[Any]:
+        return self._curs[-1].fetchall()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self._curs[-1])
+
+
+@functools.lru_cache(maxsize=512)
+def _batch(sql: str) -> Batch | None:
+    return parse(sql)
+
+
+_CATALOG = (
+    "SELECT a.attname, format_type(a.atttypid, a.atttypmod), "
+    "coalesce(a.attnum = ANY(i.indkey), false) FROM pg_attribute a "
+    "LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary "
+    "WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped "
+    "ORDER BY a.attnum")
+
+
 class Conn:
     """A psycopg connection that takes the shared views' ``?`` SQL.
 
@@ -204,9 +243,11 @@ class Conn:
 
     dialect: PostgresDialect = POSTGRES
 
-    def __init__(self, raw: psycopg.Connection[Any], *, writing: bool) -> None:
+    def __init__(self, raw: psycopg.Connection[Any], *, writing: bool,
+                 columns: dict[str, Columns | None] | None = None) -> None:
         self.raw = raw
         self.writing = writing
+        self._columns: dict[str, Columns | None] = {} if columns is None else columns
         self.in_transaction = False
         self.pipeline: psycopg.Pipeline | None = None
 
@@ -238,10 +279,28 @@ class Conn:
                        self.pipeline)
 
     def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> Cursor:
-        """Run one statement once per parameter row."""
+        """Run one statement once per parameter row: as a few statements over many rows
+        each where :mod:`~tideline.store.postgres.batch` can rewrite it (same result),
+        else row by row."""
+        rows = [_params(p) for p in seq]
+        batch = _batch(sql) if len(rows) > 1 else None
+        if batch is not None:
+            columns = self.columns(batch.table)
+            statements = plan(batch, columns, rows) if columns is not None else None
+            if statements is not None:
+                return _Many([self.raw.execute(q, p) for q, p in statements], self.pipeline)
         cur = self.raw.cursor()
-        cur.executemany(translate(sql), [_params(p) for p in seq])
+        cur.executemany(translate(sql), rows)
         return _Cursor(cur, self.raw, self.pipeline)
+
+    def columns(self, table: str) -> Columns | None:
+        """A table's column types and primary key from the catalog (cached per database;
+        None for no such table)."""
+        if table not in self._columns:
+            rows = self.raw.execute(_CATALOG, (table,)).fetchall()
+            self._columns[table] = ({str(n): str(t) for n, t, _ in rows},
+                                    tuple(str(n) for n, _, k in rows if k)) if rows else None
+        return self._columns[table]
 
     def lock(self, kind: int, *parts: str) -> None:
         """Take a transaction-scoped advisory lock (released at commit or rollback)."""
@@ -277,6 +336,7 @@ class Database(MetaRows):
         self.directory = directory
         self.retries = retries
         self._local = threading.local()
+        self._columns: dict[str, Columns | None] = {}  # the catalog, for batch.plan
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -311,6 +371,7 @@ class Database(MetaRows):
         except BaseException:
             self.pool.close()
             raise
+        self._columns.clear()  # a migration may have changed a table
 
     # -- transactions ---------------------------------------------------------------------
 
@@ -335,7 +396,7 @@ class Database(MetaRows):
                 yield outer
             return
         raw = self._acquire()
-        conn = Conn(raw, writing=writing)
+        conn = Conn(raw, writing=writing, columns=self._columns)
         self._local.conn = conn
         try:
             if writing:
@@ -396,7 +457,7 @@ class Database(MetaRows):
                 yield conn
             return
         raw = self._acquire()
-        conn = Conn(raw, writing=False)
+        conn = Conn(raw, writing=False, columns=self._columns)
         conn.in_transaction = True
         self._local.conn = conn
         try:
