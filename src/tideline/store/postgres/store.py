@@ -135,6 +135,16 @@ class PostgresStore(TurnRows, NamespaceRows):
         self.db.backup(label, keep=keep, max_bytes=max_bytes)
         return None
 
+    def parallel_reads(self) -> bool:
+        """True outside a transaction of this thread: another thread's reads take another
+        pooled connection, so their round trips to the server overlap this thread's."""
+        return not self.db.in_use()
+
+    def statements_sent(self) -> int:
+        """Statements sent through this store's pool so far (see
+        :attr:`~tideline.store.postgres.connection.Database.statements`)."""
+        return self.db.statements
+
     def describe(self) -> dict[str, Any]:
         """Where the data lives: backend, database (the URL without its password),
         schema version, size of the database on the server."""

@@ -198,6 +198,14 @@ class SQLiteStore(NamespaceRows):
         """
         return self.db.backup(label, keep=keep, max_bytes=max_bytes)
 
+    def parallel_reads(self) -> bool:
+        """False: SQLite runs in this process, a second thread would only share its cores."""
+        return False
+
+    def statements_sent(self) -> None:
+        """None: nothing is sent, SQLite runs in this process."""
+        return None
+
     def describe(self) -> dict[str, Any]:
         """Where the data lives: backend, database (file path), schema version, size."""
         try:
