@@ -245,6 +245,10 @@ class RecallEngine:
         ids = list(dict.fromkeys([*vec, *lex]))
         linked = (later(functools.partial(self.store.edges_of, ids, GRAPH_EDGES), parallel=True)
                   if parallel and 0 < len(ids) <= _EDGES_AHEAD else None)
+        only_lexical = [m for m in lex if m not in vec]
+        near = (later(functools.partial(self.store.memory_vectors_in, only_lexical, scopes,
+                                        self.embedder.dim), parallel=True)
+                if parallel and only_lexical else None)
         recs = self.store.get_memories(ids)
         live = {
             mid: r for mid, r in recs.items()
@@ -252,7 +256,12 @@ class RecallEngine:
             and _in_time(r.event_time or r.recorded_at, since, until)
         }
         missing = [live[m] for m in lex if m in live and m not in vec]
-        if missing:
+        if missing and near is not None:  # read beside the records, in each one's scope
+            got = near.get()
+            for r in missing:
+                if (v := got.get((r.scope, r.id))) is not None:
+                    vec[r.id] = float(v @ qv)
+        elif missing:
             for mid, v in self.store.memory_vectors(missing, self.embedder.dim).items():
                 vec[mid] = float(v @ qv)
         for mid in live:

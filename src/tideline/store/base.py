@@ -318,6 +318,11 @@ class Store(ViewHost, WriteRows, ArchiveStore, Protocol):
     def turn_vectors(self, turns: Sequence[Turn], dim: int) -> dict[int, np.ndarray]:
         """The stored vectors of raw turns (by id; missing ones left out)."""
 
+    def memory_vectors_in(self, ids: Sequence[int], scopes: Sequence[str],
+                          dim: int) -> dict[tuple[str, int], np.ndarray]:
+        """The stored vectors of memories whose records are not read yet, looked up in
+        the space of each of ``scopes``: (scope, memory id) → vector."""
+
     def document_frequencies(self, kind: str,
                              tokens: Sequence[str]) -> tuple[dict[str, int], int]:
         """How many memories (``m``) or turns (``t``) hold each token, and the total."""

@@ -345,6 +345,17 @@ class SQLiteStore(NamespaceRows):
                 out[int(k)] = v
         return out
 
+    def memory_vectors_in(self, ids: Sequence[int], scopes: Sequence[str],
+                          dim: int) -> dict[tuple[str, int], np.ndarray]:
+        """(scope, memory id) → stored vector, looked up in each scope's space."""
+        out: dict[tuple[str, int], np.ndarray] = {}
+        keys = [int(i) for i in ids]
+        for scope in dict.fromkeys(scopes):
+            found, matrix = SpaceSource(self.db, self.space("m", scope), dim).vectors_for(keys)
+            for k, v in zip(found.tolist(), matrix, strict=True):
+                out[(scope, int(k))] = v
+        return out
+
     def search_memories(
         self, query: LexicalQuery, *, substrings: bool, scopes: Sequence[str], limit: int,
         kind: str | None = None, since: float | None = None, until: float | None = None,
