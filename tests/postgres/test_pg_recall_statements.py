@@ -8,6 +8,7 @@ They are counted by the connection wrapper (``Database.statements``), not timed.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.conftest import hashing
@@ -88,3 +89,34 @@ def test_inside_a_transaction_reads_are_not_parallel(pg_url: str, tmp_path: Path
         with mem.store.db.write():
             assert not mem.store.parallel_reads()
         assert mem.store.parallel_reads()
+
+
+def test_the_recall_journal_commits_without_waiting_for_the_disk(
+        pg_mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The journal of a recall (event, attention, eligibility) is one transaction whose
+    commit does not wait for the WAL flush, as SQLite's synchronous = NORMAL; its rows
+    are all there after the recall."""
+    from tideline.store.postgres import connection
+
+    _fill(pg_mem)
+    sent: list[tuple[bool, str]] = []
+    plain = connection.Conn.execute
+
+    def execute(self: connection.Conn, sql: str, params: Any = ()) -> Any:
+        sent.append((self.in_transaction, " ".join(sql.split())))
+        return plain(self, sql, params)
+
+    monkeypatch.setattr(connection.Conn, "execute", execute)
+    packet = pg_mem.recall("which datastore does Aiko use at work?", include_turns=False)
+    monkeypatch.setattr(connection.Conn, "execute", plain)
+    assert packet.items
+    relaxed = [i for i, (inside, sql) in enumerate(sent)
+               if sql == "SET LOCAL synchronous_commit = off"]
+    assert len(relaxed) == 1 and sent[relaxed[0]][0]
+    assert sent[relaxed[0] + 1][1].startswith("INSERT INTO events")
+    with pg_mem.store.db.read() as c:
+        kinds = [r[0] for r in c.execute(
+            "SELECT kind FROM events WHERE namespace = ? ORDER BY id DESC LIMIT 1",
+            (pg_mem.store.namespace,))]
+        eligible = c.execute("SELECT count(*) FROM eligibility").fetchone()[0]
+    assert kinds == ["recall"] and eligible >= 1
