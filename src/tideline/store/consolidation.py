@@ -917,8 +917,8 @@ class ConsolidationStore(NamespaceView):
             The recall event's id.
         """
         with self.db.write() as c:
-            if c.dialect.relaxed_commit:
-                c.execute(c.dialect.relaxed_commit)
+            if self.db.dialect.relaxed_commit:
+                c.execute(self.db.dialect.relaxed_commit)
             recall_id = append_event(c, self.ns, "recall", data, now=now)
             home = self.primary_clusters(c, [mid for mid, _, _ in hits])
             c.executemany(
