@@ -12,6 +12,7 @@ a read runs where its result is first needed, as if called there.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -24,6 +25,18 @@ T = TypeVar("T")
 _WORKERS = 4
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+
+
+def _forget_after_fork() -> None:
+    # A forked child has none of the parent's worker threads; the pool it inherited
+    # would queue reads that no thread ever runs.
+    global _pool, _pool_lock  # noqa: PLW0603
+    _pool = None
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
 
 
 def _executor() -> ThreadPoolExecutor:
