@@ -3,7 +3,8 @@
 For each size N it loads N synthetic facts (see :mod:`tideline.bench.synth`) into a
 fresh store, then asks paraphrase, exact-token and noise queries and prints one
 JSON line with recall@1/5/10, abstention precision and recall, p50/p95 latency
-engine-only and end to end, write throughput (gated writes and bulk load), ANN
+engine-only and end to end (on a server also the statements one recall sent it, journal
+included), write throughput (gated writes and bulk load), ANN
 agreement with exact search (recall@10 of the index against a full scan, and the
 pipeline's recall@10 with the index against the same pipeline over a full scan), and
 peak RSS.
@@ -121,6 +122,9 @@ def run_size(n: int, queries: int, embedder: str, *, gated_sample: int = 1_000,
             result["latency_ms"] = {
                 key: round(statistics.median(p["latency_ms"][key] for p in passes), 3)
                 for key in passes[0]["latency_ms"]}
+            if "statements_per_recall" in passes[0]:
+                result["statements_per_recall"] = statistics.median(
+                    p["statements_per_recall"] for p in passes)
             result["ann_vs_exact"] = _ann_agreement(mem, qs, ids)
         result.update({"backend": backend, "n": n, "queries": len(qs), "runs": len(passes),
                        "embedder": emb.marker, "reused_store": reused} | loaded)
@@ -148,6 +152,7 @@ def _ask(mem: Memory, qs: list[Query], ids: dict[int, int]) -> dict[str, Any]:
     engine: list[float] = []
     e2e: list[float] = []
     abstained_noise = abstained_real = noise = 0
+    sent = mem.store.statements_sent()
     for q in qs:
         t0 = time.perf_counter()
         packet = mem.recall(q.text, limit=10, include_turns=False)
@@ -164,7 +169,10 @@ def _ask(mem: Memory, qs: list[Query], ids: dict[int, int]) -> dict[str, Any]:
         bucket["n"] += 1
         for k in (1, 5, 10):
             bucket[k] += target in ranked[:k]
+    after = mem.store.statements_sent()
     out: dict[str, Any] = {}
+    if sent is not None and after is not None:  # a server: what one recall sent it
+        out["statements_per_recall"] = round((after - sent) / max(1, len(qs)), 2)
     for kind, b in hits.items():
         n = max(1, b["n"])
         out[kind] = {f"recall@{k}": round(b[k] / n, 4) for k in (1, 5, 10)} | {"n": b["n"]}
@@ -263,6 +271,7 @@ def side_by_side(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
             "pipeline_recall@10_exact": r["ann_vs_exact"]["pipeline_recall_at_10_exact"],
             "pipeline_ratio": r["ann_vs_exact"]["ratio"],
             "bulk_load_per_s": r.get("bulk_load_per_s"),
+            "statements_per_recall": r.get("statements_per_recall"),
             "gated_writes_per_s": (r.get("gated_writes") or {}).get("per_s")}
     if "sqlite" in results and "postgres" in results:
         base = results["sqlite"]["latency_ms"]["engine_p50"]

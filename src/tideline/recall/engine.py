@@ -21,6 +21,7 @@ the full-text side, the graph and date windows answer, and the packet carries
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -34,8 +35,9 @@ from tideline.config import Config
 from tideline.dynamics import retention
 from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
-from tideline.models import LexicalQuery, MemoryRecord, RecallItem, RecallPacket, Turn, iso
+from tideline.models import Edge, LexicalQuery, MemoryRecord, RecallItem, RecallPacket, Turn, iso
 from tideline.recall import asking, morph, when
+from tideline.recall.ahead import Later, later
 from tideline.recall.people import SpeakerDirectory, named_people
 from tideline.recall.routing import ClusterRouter
 from tideline.store.base import Store, VectorSearch
@@ -44,6 +46,9 @@ from tideline.store.rows import memory_index_text, turn_index_text
 __all__ = ["Candidate", "RecallEngine"]
 
 GRAPH_EDGES = ("related", "co_recall", "contradicts")
+#: Read the edges of up to this many first candidates beside their records (well under
+#: the stores' id-list chunk, so none is cut off).
+_EDGES_AHEAD = 400
 
 #: The lexical queries of one space: for the word index and for the substring index.
 _Queries = tuple[LexicalQuery, LexicalQuery]
@@ -128,10 +133,18 @@ class RecallEngine:
         expressions: dict[str, _Queries] = {}
         spaces = [s for s, wanted in (("m", include_memories),
                                       ("t", include_turns and kind is None)) if wanted]
+        # The reads that need nothing of each other start now, beside the rest on a
+        # database server (see tideline.recall.ahead).
+        parallel = self.store.parallel_reads()
+        vec = {space: later(functools.partial(self._nearest, space, scopes, qv, k),
+                            parallel=parallel) for space in spaces}
+        routed = (later(self._router.refresh, parallel=parallel)
+                  if include_memories and not degraded and self._router.wanted() else None)
         forms: dict[str, dict[str, tuple[str, ...]]] = {}
         for space in spaces:
-            weights[space], common, known, together = self._term_stats(space, terms)
-            forms[space], widened = self._word_forms(space, query, terms, common)
+            freq = self._frequencies(space, query, terms)
+            weights[space], common, known, together = self._term_stats(space, terms, freq)
+            forms[space], widened = self._word_forms(space, query, terms, common, freq)
             # The word index also finds the other forms of the words; the substring
             # index looks for what was typed.
             expressions[space] = (
@@ -144,11 +157,13 @@ class RecallEngine:
         cands: dict[tuple[str, int], Candidate] = {}
         memories: dict[int, MemoryRecord] = {}
         turns: dict[int, Turn] = {}
+        linked: Later[list[Edge]] | None = None
         if include_memories:
-            memories = self._memory_candidates(qv, expressions["m"], scopes, k, kind, since,
-                                               until, cands)
+            memories, linked = self._memory_candidates(qv, expressions["m"], scopes, k, kind, since,
+                                               until, cands, vec["m"], parallel)
         if include_turns and kind is None:
-            turns = self._turn_candidates(qv, expressions["t"], scopes, k, since, until, cands)
+            turns = self._turn_candidates(qv, expressions["t"], scopes, k, since, until, cands,
+                                          vec["t"], parallel)
             if window is not None:
                 self._turns_of_window(qv, window, scopes, k, turns, cands)
 
@@ -178,7 +193,7 @@ class RecallEngine:
                                               and cand.keyword >= tune.when_trust > 0)
 
         if include_memories:
-            self._spread(qv, cands, memories, scopes, kind, since, until, now)
+            self._spread(qv, cands, memories, scopes, kind, since, until, now, linked)
 
         best_sim = max((c.similarity for c in cands.values()), default=0.0)
         best_kw = max((c.keyword for c in cands.values() if c.lexical_rank is not None),
@@ -187,8 +202,8 @@ class RecallEngine:
                             or c.similarity > 0])
         trusted = (best_sim >= profile.abstain or margin >= profile.margin
                    or (bool(terms) and best_kw >= tune.keyword_trust) or dated_trust)
-        if include_memories and not degraded:
-            self._route(qv, cands, memories, scopes, kind, since, until, now)
+        if routed is not None:
+            self._route(qv, cands, memories, scopes, kind, since, until, now, routed)
         if turns:
             self._turn_neighbours(qv, cands, turns, scopes, since, until)
             self._favour_named(query, cands, turns, scopes)
@@ -218,18 +233,35 @@ class RecallEngine:
     def _memory_candidates(
         self, qv: np.ndarray, terms: _Queries, scopes: Sequence[str], k: int,
         kind: str | None, since: float | None, until: float | None,
-        cands: dict[tuple[str, int], Candidate],
-    ) -> dict[int, MemoryRecord]:
-        vec = self.vectors.search("m", scopes, qv, k) if qv.any() else {}
-        lex = self._lexical(terms, "memories", scopes, self._lexical_k(k), kind, since, until)
-        recs = self.store.get_memories([*vec, *lex])
+        cands: dict[tuple[str, int], Candidate], found: Later[dict[int, float]],
+        parallel: bool,
+    ) -> tuple[dict[int, MemoryRecord], Later[list[Edge]] | None]:
+        """The memory candidates, and on a server the graph edges of every one of them,
+        read beside their records (the graph spread's first hop takes its seeds' edges
+        from them instead of a read of its own)."""
+        lex = self._lexical(terms, "memories", scopes, self._lexical_k(k), kind, since, until,
+                            parallel)
+        vec = dict(found.get())
+        ids = list(dict.fromkeys([*vec, *lex]))
+        linked = (later(functools.partial(self.store.edges_of, ids, GRAPH_EDGES), parallel=True)
+                  if parallel and 0 < len(ids) <= _EDGES_AHEAD else None)
+        only_lexical = [m for m in lex if m not in vec]
+        near = (later(functools.partial(self.store.memory_vectors_in, only_lexical, scopes,
+                                        self.embedder.dim), parallel=True)
+                if parallel and only_lexical else None)
+        recs = self.store.get_memories(ids)
         live = {
             mid: r for mid, r in recs.items()
             if r.status != "superseded" and (kind is None or r.kind == kind)
             and _in_time(r.event_time or r.recorded_at, since, until)
         }
         missing = [live[m] for m in lex if m in live and m not in vec]
-        if missing:
+        if missing and near is not None:  # read beside the records, in each one's scope
+            got = near.get()
+            for r in missing:
+                if (v := got.get((r.scope, r.id))) is not None:
+                    vec[r.id] = float(v @ qv)
+        elif missing:
             for mid, v in self.store.memory_vectors(missing, self.embedder.dim).items():
                 vec[mid] = float(v @ qv)
         for mid in live:
@@ -237,14 +269,16 @@ class RecallEngine:
                 "memory", mid, "lexical" if mid in lex else "vector",
                 similarity=vec.get(mid, 0.0), lexical_rank=lex.get(mid),
             )
-        return live
+        return live, linked
 
     def _turn_candidates(
         self, qv: np.ndarray, terms: _Queries, scopes: Sequence[str], k: int,
         since: float | None, until: float | None, cands: dict[tuple[str, int], Candidate],
+        found: Later[dict[int, float]], parallel: bool,
     ) -> dict[int, Turn]:
-        vec = self.vectors.search("t", scopes, qv, k) if qv.any() else {}
-        lex = self._lexical(terms, "turns", scopes, self._lexical_k(k), None, since, until)
+        lex = self._lexical(terms, "turns", scopes, self._lexical_k(k), None, since, until,
+                            parallel)
+        vec = dict(found.get())
         turns = {
             tid: t for tid, t in self.store.get_turns([*vec, *lex]).items()
             if _in_time(t.timestamp or t.recorded_at, since, until)
@@ -261,6 +295,10 @@ class RecallEngine:
             cands[("turn", tid)] = Candidate("turn", tid, source, similarity=vec.get(tid, 0.0),
                                              lexical_rank=lex.get(tid), hub=hubs.get(tid, 0.0))
         return turns
+
+    def _nearest(self, space: str, scopes: Sequence[str], qv: np.ndarray,
+                 k: int) -> dict[int, float]:
+        return self.vectors.search(space, scopes, qv, k) if qv.any() else {}
 
     def _hubs(self, turns: dict[int, Turn], vectors: dict[int, np.ndarray]) -> dict[int, float]:
         """How much nearer than usual each turn sits to its space's centroid.
@@ -393,8 +431,21 @@ class RecallEngine:
         ts = t.timestamp if t.timestamp is not None else t.recorded_at
         return bool(window.start <= ts < window.end + after)
 
+    def _frequencies(self, space: str, query: str,
+                     terms: Sequence[str]) -> tuple[dict[str, int], int]:
+        """The document frequencies :meth:`_term_stats` and :meth:`_word_forms` read, in
+        one call to the store (one round trip on a server): the query's index tokens and
+        the other word forms, which depend only on the terms."""
+        if not terms:
+            return {}, 0
+        wanted = [x for t in terms for x in lexical.index_tokens(t)]
+        if self.config.recall.word_forms and morph.looks_english(query):
+            wanted += [f for fs in morph.widen(terms).values() for f in fs]
+        return self.store.document_frequencies(space, wanted)
+
     def _term_stats(
-        self, space: str, terms: Sequence[str]
+        self, space: str, terms: Sequence[str],
+        freq: tuple[dict[str, int], int] | None = None,
     ) -> tuple[list[float], set[str], set[str], list[str]]:
         """IDF of each query term, and how the full-text side searches the terms.
 
@@ -417,7 +468,8 @@ class RecallEngine:
             return [], set(), set(), []
         tune = self.config.recall
         tokens = {t: lexical.index_tokens(t) for t in terms}
-        df, total = self.store.document_frequencies(space, [x for v in tokens.values() for x in v])
+        df, total = freq if freq is not None else self.store.document_frequencies(
+            space, [x for v in tokens.values() for x in v])
         n = max(total, 1)
         freqs = [min((df.get(x, 0) for x in tokens[t]), default=0) for t in terms]
         weights = [max(math.log((n + 1) / (f + 0.5)), 0.05) for f in freqs]
@@ -440,7 +492,8 @@ class RecallEngine:
         return weights, common, known, together
 
     def _word_forms(
-        self, space: str, query: str, terms: Sequence[str], common: set[str]
+        self, space: str, query: str, terms: Sequence[str], common: set[str],
+        freq: tuple[dict[str, int], int] | None = None,
     ) -> tuple[dict[str, tuple[str, ...]], str]:
         """Other forms of the query's words that the space's index holds, and the query
         text widened by them for the full-text side (see :mod:`tideline.recall.morph`).
@@ -453,7 +506,8 @@ class RecallEngine:
         wanted = morph.widen(terms)
         if not wanted:
             return {}, query
-        df, _ = self.store.document_frequencies(space, [f for fs in wanted.values() for f in fs])
+        df = freq[0] if freq is not None else self.store.document_frequencies(
+            space, [f for fs in wanted.values() for f in fs])[0]
         held = {t: kept for t, fs in wanted.items() if (kept := tuple(f for f in fs if df.get(f)))}
         budget = self.config.recall.posting_budget
         extra = [f for t, fs in held.items() if t not in common for f in fs
@@ -466,17 +520,20 @@ class RecallEngine:
 
     def _lexical(
         self, terms: _Queries, table: str, scopes: Sequence[str], k: int,
-        kind: str | None, since: float | None, until: float | None,
+        kind: str | None, since: float | None, until: float | None, parallel: bool,
     ) -> dict[int, int]:
-        """Rank position (0 = best) of each lexical hit, word and substring indexes merged."""
-        ranks: dict[int, int] = {}
-        for substrings, q in ((False, terms[0]), (True, terms[1])):
+        """Rank position (0 = best) of each lexical hit, word and substring indexes merged
+        (the two searches run beside each other on a server)."""
+        def search(substrings: bool, q: LexicalQuery) -> list[tuple[int, float]]:
             if table == "memories":
-                rows = self.store.search_memories(q, substrings=substrings, scopes=scopes,
+                return self.store.search_memories(q, substrings=substrings, scopes=scopes,
                                                   limit=k, kind=kind, since=since, until=until)
-            else:
-                rows = self.store.search_turns(q, substrings=substrings, scopes=scopes,
-                                               limit=k, since=since, until=until)
+            return self.store.search_turns(q, substrings=substrings, scopes=scopes,
+                                           limit=k, since=since, until=until)
+
+        inside = later(lambda: search(True, terms[1]), parallel=parallel)
+        ranks: dict[int, int] = {}
+        for rows in (search(False, terms[0]), inside.get()):
             for pos, (key, _bm25) in enumerate(rows):
                 ranks[key] = min(ranks.get(key, pos), pos)
         return ranks
@@ -503,12 +560,12 @@ class RecallEngine:
     def _route(
         self, qv: np.ndarray, cands: dict[tuple[str, int], Candidate],
         memories: dict[int, MemoryRecord], scopes: Sequence[str], kind: str | None,
-        since: float | None, until: float | None, now: float,
+        since: float | None, until: float | None, now: float, ready: Later[bool],
     ) -> None:
         """Add members of the query's nearest and adjacent clusters (after the trust check)."""
         floor = self.embedder.profile.floor
         known = {key for typ, key in cands if typ == "memory"}
-        for rec, sim in self._router.route(qv, scopes, known):
+        for rec, sim in self._router.route(qv, scopes, known, ready=ready.get()):
             if (sim < floor or (kind is not None and rec.kind != kind)
                     or not _in_time(rec.event_time or rec.recorded_at, since, until)):
                 continue
@@ -522,8 +579,10 @@ class RecallEngine:
         self, qv: np.ndarray, cands: dict[tuple[str, int], Candidate],
         memories: dict[int, MemoryRecord], scopes: Sequence[str], kind: str | None,
         since: float | None, until: float | None, now: float,
+        linked: Later[list[Edge]] | None = None,
     ) -> None:
-        """Add neighbours of the strongest memory hits over typed edges (multi-hop)."""
+        """Add neighbours of the strongest memory hits over typed edges (multi-hop;
+        ``linked``: the edges of every first candidate, read already)."""
         tune = self.config.recall
         seeds = sorted((c for c in cands.values() if c.type == "memory"),
                        key=lambda c: -c.score)[: tune.graph_seeds]
@@ -533,7 +592,10 @@ class RecallEngine:
         for hop in range(1, tune.graph_hops + 1):
             if not frontier:
                 return
-            edges = self.store.edges_of(list(frontier), GRAPH_EDGES)
+            if hop == 1 and linked is not None:  # the seeds are among those candidates
+                edges = [e for e in linked.get() if e.src in frontier or e.dst in frontier]
+            else:
+                edges = self.store.edges_of(list(frontier), GRAPH_EDGES)
             reached: dict[int, float] = {}
             cap: dict[int, float] = {}
             for e in edges:

@@ -8,7 +8,9 @@ candidates (source ``graph``). This reaches memories the ANN top-k missed and
 memories one topic over, as the seed's soft-clustering query routing does.
 
 Centroids are cached per process and reloaded when sleep records a new
-``clusters.version``; a store that never slept routes nothing.
+``clusters.version``; a store that never slept routes nothing. The version is read
+once per recall (:meth:`ClusterRouter.refresh`), which the recall starts beside its
+other reads on a database server.
 """
 
 from __future__ import annotations
@@ -46,7 +48,13 @@ class ClusterRouter:
         self._scopes: list[str] = []
         self._matrix = np.zeros((0, dim), dtype=np.float32)
 
-    def _refresh(self) -> bool:
+    def wanted(self) -> bool:
+        """Whether routing is switched on (``route_clusters`` and ``route_members``)."""
+        return self.tuning.route_clusters > 0 and self.tuning.route_members > 0
+
+    def refresh(self) -> bool:
+        """Read the clusters' version and reload the centroids if sleep changed them;
+        returns whether there is anything to route to."""
         version = self.cons.get_state("clusters.version")
         if version is None:
             return False
@@ -61,34 +69,33 @@ class ClusterRouter:
                 self._version = version
         return len(self._ids) > 0
 
-    def route(self, qv: np.ndarray, scopes: Sequence[str],
-              known: Container[int]) -> list[tuple[MemoryRecord, float]]:
+    def route(self, qv: np.ndarray, scopes: Sequence[str], known: Container[int], *,
+              ready: bool | None = None) -> list[tuple[MemoryRecord, float]]:
         """Members of the query's nearest and adjacent clusters, with their cosine.
 
         Args:
             qv: the normalised query vector.
             scopes: the visible scopes.
             known: memory ids already among the candidates (left out).
+            ready: what :meth:`refresh` returned for this query already (None: call it).
 
         Returns:
             (record, cosine to the query) of live members in ``scopes``, best first.
         """
-        t = self.tuning
-        if t.route_clusters <= 0 or t.route_members <= 0 or not self._refresh():
+        if not self.wanted() or not (self.refresh() if ready is None else ready):
             return []
         allowed = set(scopes)
         mask = np.asarray([s in allowed for s in self._scopes], dtype=bool)
         if not mask.any() or self._matrix.shape[1] != qv.shape[0]:
             return []
+        t = self.tuning
         ids = self._ids[mask]
         sims = self._matrix[mask] @ qv.astype(np.float32)
         nearest = [int(ids[i]) for i in np.argsort(-sims)[: t.route_clusters]]
         clusters = nearest + self.cons.adjacent(nearest, t.route_adjacent)
         per = max(1, t.route_members // len(clusters))
-        members: list[int] = []
-        for cid in clusters:
-            members.extend(m for m in self.cons.cluster_members([cid], per) if m not in known)
-        members = list(dict.fromkeys(members))
+        members = list(dict.fromkeys(m for m in self.cons.members_of_each(clusters, per)
+                                     if m not in known))
         recs = self.cons.memories(members)
         live = [r for r in recs.values() if r.scope in allowed and r.status != "superseded"]
         out: list[tuple[MemoryRecord, float]] = []

@@ -278,6 +278,14 @@ class Store(ViewHost, WriteRows, ArchiveStore, Protocol):
     def describe(self) -> dict[str, Any]:
         """Where the data lives: backend, database, schema version, size."""
 
+    def parallel_reads(self) -> bool:
+        """Whether a read from another thread may run beside this thread's reads now and
+        see the same data (a database server, and this thread inside no transaction)."""
+
+    def statements_sent(self) -> int | None:
+        """Statements sent to the database server so far by this process (None: in
+        process, nothing is sent)."""
+
     def doctor(self, embedder: Embedder, vectors: Any, *, repair: bool,
                progress: Callable[[int, int], None] | None = None) -> dict[str, Any]:
         """Check integrity and, with ``repair``, rebuild what is derived (``vectors``: the
@@ -309,6 +317,11 @@ class Store(ViewHost, WriteRows, ArchiveStore, Protocol):
 
     def turn_vectors(self, turns: Sequence[Turn], dim: int) -> dict[int, np.ndarray]:
         """The stored vectors of raw turns (by id; missing ones left out)."""
+
+    def memory_vectors_in(self, ids: Sequence[int], scopes: Sequence[str],
+                          dim: int) -> dict[tuple[str, int], np.ndarray]:
+        """The stored vectors of memories whose records are not read yet, looked up in
+        the space of each of ``scopes``: (scope, memory id) → vector."""
 
     def document_frequencies(self, kind: str,
                              tokens: Sequence[str]) -> tuple[dict[str, int], int]:

@@ -26,6 +26,9 @@ class Dialect(Protocol):
     """SQL fragments for one backend. Every method returns SQL text (no parameters)."""
 
     name: str
+    #: A statement that makes the current write transaction commit without waiting for
+    #: its log to reach the disk, or None where commits already do not wait for that.
+    relaxed_commit: str | None
 
     def json_text(self, column: str, key: str) -> str:
         """The value at ``key`` of a JSON object column, as text (NULL when absent)."""
@@ -49,6 +52,7 @@ class SQLiteDialect:
     """SQLite's JSON1 functions."""
 
     name = "sqlite"
+    relaxed_commit: str | None = None  # synchronous = NORMAL: a WAL commit waits for no fsync
 
     def json_text(self, column: str, key: str) -> str:
         return f"CAST(json_extract({column}, '$.{_key(key)}') AS TEXT)"
@@ -70,6 +74,7 @@ class PostgresDialect:
     """PostgreSQL's ``jsonb`` operators over text columns that hold JSON."""
 
     name = "postgresql"
+    relaxed_commit: str | None = "SET LOCAL synchronous_commit = off"
 
     def json_text(self, column: str, key: str) -> str:
         return f"(({column})::jsonb ->> '{_key(key)}')"

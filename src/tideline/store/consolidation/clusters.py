@@ -176,12 +176,18 @@ class ClusterRows(SleepView):
 
     def adjacent(self, cluster_ids: Sequence[int], per: int) -> list[int]:
         """Up to ``per`` most adjacent clusters of each given cluster (not themselves)."""
-        out: list[int] = []
-        with self.db.read() as c:
-            for cid in cluster_ids:
-                out.extend(int(r[0]) for r in c.execute(
-                    "SELECT b FROM emb_adjacency WHERE a = ? ORDER BY shared DESC, b LIMIT ?",
-                    (cid, per)).fetchall())
+        if not cluster_ids or per <= 0:
+            return []
+        ids = list(dict.fromkeys(int(c) for c in cluster_ids))[:CHUNK]
+        by: dict[int, list[int]] = {}
+        with self.db.read() as c:  # one statement (a round trip on a server), not one per id
+            for a, b in c.execute(
+                    "SELECT a, b FROM (SELECT a, b, row_number() OVER (PARTITION BY a "
+                    "ORDER BY shared DESC, b) AS r FROM emb_adjacency WHERE a IN "
+                    f"({_ph(len(ids))})) AS ranked WHERE r <= ? ORDER BY a, r",
+                    (*ids, per)).fetchall():
+                by.setdefault(int(a), []).append(int(b))
+        out = [b for cid in cluster_ids for b in by.get(int(cid), [])]
         return [x for x in dict.fromkeys(out) if x not in set(cluster_ids)]
 
     def cluster_members(self, cluster_ids: Sequence[int], limit: int) -> list[int]:
@@ -193,6 +199,23 @@ class ClusterRows(SleepView):
                 f"SELECT memory_id FROM emb_members WHERE cluster_id IN "
                 f"({_ph(len(cluster_ids))}) AND rank = 0 ORDER BY similarity DESC LIMIT ?",
                 (*cluster_ids, limit)).fetchall()]
+
+    def members_of_each(self, cluster_ids: Sequence[int], limit: int) -> list[int]:
+        """Up to ``limit`` members of each cluster as :meth:`cluster_members` gives them
+        for that cluster alone, cluster after cluster, in one statement."""
+        ids = list(dict.fromkeys(int(c) for c in cluster_ids))[:CHUNK]
+        if not ids or limit <= 0:
+            return []
+        by: dict[int, list[int]] = {}
+        with self.db.read() as c:
+            for cid, mid in c.execute(
+                    "SELECT cluster_id, memory_id FROM (SELECT cluster_id, memory_id, "
+                    "row_number() OVER (PARTITION BY cluster_id ORDER BY similarity DESC, "
+                    "memory_id) AS r FROM emb_members WHERE rank = 0 AND cluster_id IN "
+                    f"({_ph(len(ids))})) AS ranked WHERE r <= ? ORDER BY cluster_id, r",
+                    (*ids, limit)).fetchall():
+                by.setdefault(int(cid), []).append(int(mid))
+        return [m for cid in cluster_ids for m in by.get(int(cid), [])]
 
     def adjacency_rows(self, cluster_ids: Sequence[int]) -> list[tuple[int, int, int]]:
         """(a, b, shared) with a < b among the given clusters."""

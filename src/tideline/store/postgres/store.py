@@ -134,6 +134,16 @@ class PostgresStore(TurnRows, NamespaceRows):
         self.db.backup(label, keep=keep, max_bytes=max_bytes)
         return None
 
+    def parallel_reads(self) -> bool:
+        """True outside a transaction of this thread: another thread's reads take another
+        pooled connection, so their round trips to the server overlap this thread's."""
+        return not self.db.in_use()
+
+    def statements_sent(self) -> int:
+        """Statements sent through this store's pool so far (see
+        :attr:`~tideline.store.postgres.connection.Database.statements`)."""
+        return self.db.statements
+
     def describe(self) -> dict[str, Any]:
         """Where the data lives: backend, database (the URL without its password),
         schema version, size of the database on the server."""
@@ -248,6 +258,22 @@ class PostgresStore(TurnRows, NamespaceRows):
     def turn_vectors(self, turns: Sequence[Turn], dim: int) -> dict[int, np.ndarray]:
         """Stored vectors of the given turns (looked up in each one's scope space)."""
         return self._vectors_of([(self.space("t", t.scope), t.id) for t in turns], dim)
+
+    def memory_vectors_in(self, ids: Sequence[int], scopes: Sequence[str],
+                          dim: int) -> dict[tuple[str, int], np.ndarray]:
+        """(scope, memory id) → stored vector, every scope's space in one statement."""
+        spaces = {self.space("m", scope): scope for scope in scopes}
+        out: dict[tuple[str, int], np.ndarray] = {}
+        if not ids or not spaces:
+            return out
+        with self.db.read() as c:
+            rows = c.execute("SELECT space, key, v FROM vectors WHERE space = ANY(?) "
+                             "AND key = ANY(?)", (list(spaces), [int(i) for i in ids])).fetchall()
+        for space, key, blob in rows:
+            vec = np.frombuffer(bytes(blob), dtype=np.float32)
+            if vec.shape[0] == dim:
+                out[(spaces[str(space)], int(key))] = vec
+        return out
 
     def _vectors_of(self, pairs: Sequence[tuple[str, int]], dim: int) -> dict[int, np.ndarray]:
         by_space: dict[str, list[int]] = {}

@@ -192,6 +192,14 @@ class SQLiteStore(NamespaceRows):
         """
         return self.db.backup(label, keep=keep, max_bytes=max_bytes)
 
+    def parallel_reads(self) -> bool:
+        """False: SQLite runs in this process, a second thread would only share its cores."""
+        return False
+
+    def statements_sent(self) -> None:
+        """None: nothing is sent, SQLite runs in this process."""
+        return None
+
     def describe(self) -> dict[str, Any]:
         """Where the data lives: backend, database (file path), schema version, size."""
         try:
@@ -319,6 +327,17 @@ class SQLiteStore(NamespaceRows):
             found, matrix = SpaceSource(self.db, space, dim).vectors_for(keys)
             for k, v in zip(found.tolist(), matrix, strict=True):
                 out[int(k)] = v
+        return out
+
+    def memory_vectors_in(self, ids: Sequence[int], scopes: Sequence[str],
+                          dim: int) -> dict[tuple[str, int], np.ndarray]:
+        """(scope, memory id) → stored vector, looked up in each scope's space."""
+        out: dict[tuple[str, int], np.ndarray] = {}
+        keys = [int(i) for i in ids]
+        for scope in dict.fromkeys(scopes):
+            found, matrix = SpaceSource(self.db, self.space("m", scope), dim).vectors_for(keys)
+            for k, v in zip(found.tolist(), matrix, strict=True):
+                out[(scope, int(k))] = v
         return out
 
     def search_memories(

@@ -1,0 +1,86 @@
+"""Independent reads of one recall, run beside each other where that saves waiting.
+
+On a database server every read is a round trip to another process; a recall's
+vector search, its document-frequency count and its cluster-routing state do not
+depend on each other, nor do the word and the substring searches. Where the store
+says so (:meth:`~tideline.store.base.Store.parallel_reads`: a server, and the calling
+thread inside no transaction) such a read is started at once in a worker thread,
+on a connection of its own, and its result is collected where the recall needs it:
+its round trip overlaps the caller's instead of following it. On SQLite, in process,
+a read runs where its result is first needed, as if called there.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Generic, TypeVar
+
+__all__ = ["Later", "later"]
+
+T = TypeVar("T")
+
+_WORKERS = 4
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _forget_after_fork() -> None:
+    # A forked child has none of the parent's worker threads; the pool it inherited
+    # would queue reads that no thread ever runs.
+    global _pool, _pool_lock  # noqa: PLW0603
+    _pool = None
+    _pool_lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
+
+
+def _executor() -> ThreadPoolExecutor:
+    global _pool  # noqa: PLW0603 - one pool per process, made on first use
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(max_workers=_WORKERS,
+                                       thread_name_prefix="tideline-recall")
+        return _pool
+
+
+class Later(Generic[T]):
+    """A read's result, computed in a worker already or on the first :meth:`get`."""
+
+    __slots__ = ("_call", "_done", "_future", "_value")
+
+    def __init__(self, call: Callable[[], T], future: Future[T] | None) -> None:
+        self._call = call
+        self._future = future
+        self._done = False
+        self._value: T | None = None
+
+    def get(self) -> T:
+        """The result (the read's own exception, if it failed).
+
+        Raises:
+            Exception: whatever the read raised.
+        """
+        if self._future is not None:
+            return self._future.result()
+        if not self._done:
+            self._value = self._call()
+            self._done = True
+        return self._value  # type: ignore[return-value]
+
+
+def later(call: Callable[[], T], *, parallel: bool) -> Later[T]:
+    """Start ``call`` in a worker thread when ``parallel``, else keep it for :meth:`Later.get`.
+
+    Args:
+        call: a read with no side effect on the caller's state.
+        parallel: whether to run it beside the caller (the store's ``parallel_reads()``).
+
+    Returns:
+        Its pending result.
+    """
+    return Later(call, _executor().submit(call) if parallel else None)
