@@ -88,6 +88,10 @@ class RecallTuning:
     # A query naming some of a scope's speakers (or known_persons; short forms resolved:
     # "Mel" is Melanie) adds speaker_boost to the turns they spoke.
     speaker_boost: float = 0.05
+    # A query naming people ranks turns by the query vector minus name_focus times each
+    # named person's name vector (recall/focus.py): a question about Melanie's activities
+    # ranks her turns by "activities", not by how much they resemble her name (0 disables).
+    name_focus: float = 0.5
     # Query words widened to their other regular forms held in the index ("camped" also
     # finds "camping"; recall/morph.py), in the full-text search and the keyword evidence.
     word_forms: bool = True

@@ -36,7 +36,7 @@ from tideline.dynamics import retention
 from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
 from tideline.models import Edge, LexicalQuery, MemoryRecord, RecallItem, RecallPacket, Turn, iso
-from tideline.recall import asking, morph, when
+from tideline.recall import asking, focus, morph, when
 from tideline.recall.ahead import Later, later
 from tideline.recall.people import SpeakerDirectory, named_people
 from tideline.recall.routing import ClusterRouter
@@ -67,6 +67,7 @@ class Candidate:
     score: float = 0.0
     hub: float = 0.0
     asked: float = 1.0  # the question discount's factor (1 for a turn that only tells)
+    focus: float | None = None  # cosine to the query without its names (recall/focus.py)
 
 
 class RecallEngine:
@@ -83,6 +84,7 @@ class RecallEngine:
         self.config = config
         self._router = ClusterRouter(store, embedder.dim, config.sleep)
         self._people = SpeakerDirectory(store)
+        self._names = focus.NameVectors(self.guard)
 
     def recall(
         self,
@@ -158,12 +160,17 @@ class RecallEngine:
         memories: dict[int, MemoryRecord] = {}
         turns: dict[int, Turn] = {}
         linked: Later[list[Edge]] | None = None
+        named: set[str] = set()
         if include_memories:
             memories, linked = self._memory_candidates(qv, expressions["m"], scopes, k, kind, since,
                                                until, cands, vec["m"], parallel)
         if include_turns and kind is None:
+            named = self._named(query, scopes)
+            names = (self._names.of(named) if self._singles_out(named, scopes) and not degraded
+                     else None)
+            aim = focus.focus_vector(qv, names or [], tune.name_focus)
             turns = self._turn_candidates(qv, expressions["t"], scopes, k, since, until, cands,
-                                          vec["t"], parallel)
+                                          vec["t"], parallel, aim)
             if window is not None:
                 self._turns_of_window(qv, window, scopes, k, turns, cands)
 
@@ -206,7 +213,7 @@ class RecallEngine:
             self._route(qv, cands, memories, scopes, kind, since, until, now, routed)
         if turns:
             self._turn_neighbours(qv, cands, turns, scopes, since, until)
-            self._favour_named(query, cands, turns, scopes)
+            self._favour_named(named, cands, turns, scopes)
         ranked = sorted(cands.values(), key=lambda c: -c.score)
         ranked = [c for c in ranked if c.similarity >= profile.floor or c.keyword > 0
                   or c.source == "graph" or (c.type, c.key) in dated]
@@ -274,26 +281,33 @@ class RecallEngine:
     def _turn_candidates(
         self, qv: np.ndarray, terms: _Queries, scopes: Sequence[str], k: int,
         since: float | None, until: float | None, cands: dict[tuple[str, int], Candidate],
-        found: Later[dict[int, float]], parallel: bool,
+        found: Later[dict[int, float]], parallel: bool, aim: np.ndarray | None = None,
     ) -> dict[int, Turn]:
+        """Turn candidates: vector and lexical hits, and with ``aim`` (the query without
+        its names, :mod:`tideline.recall.focus`) the nearest turns to it, ranked by it."""
         lex = self._lexical(terms, "turns", scopes, self._lexical_k(k), None, since, until,
                             parallel)
         vec = dict(found.get())
+        aimed = self._nearest("t", scopes, aim, k) if aim is not None else {}
         turns = {
-            tid: t for tid, t in self.store.get_turns([*vec, *lex]).items()
+            tid: t for tid, t in self.store.get_turns([*vec, *aimed, *lex]).items()
             if _in_time(t.timestamp or t.recorded_at, since, until)
         }
-        # Hubness needs every candidate's vector; without it only the lexical-only ones.
-        wanted = (list(turns.values()) if self.config.recall.turn_hubness > 0
+        # Hubness and the focus need every candidate's vector; else only lexical-only ones.
+        wanted = (list(turns.values()) if self.config.recall.turn_hubness > 0 or aim is not None
                   else [turns[t] for t in lex if t in turns and t not in vec])
         vectors = self.store.turn_vectors(wanted, self.embedder.dim) if wanted else {}
         for tid, v in vectors.items():
             vec.setdefault(tid, float(v @ qv))
         hubs = self._hubs(turns, vectors)
+        aims = (focus.blend({t: vec[t] for t in vectors}, {t: float(v @ aim)
+                                                            for t, v in vectors.items()})
+                if aim is not None else {})
         for tid in turns:
             source = "lexical" if tid in lex else "vector"
             cands[("turn", tid)] = Candidate("turn", tid, source, similarity=vec.get(tid, 0.0),
-                                             lexical_rank=lex.get(tid), hub=hubs.get(tid, 0.0))
+                                             lexical_rank=lex.get(tid), hub=hubs.get(tid, 0.0),
+                                             focus=aims.get(tid))
         return turns
 
     def _nearest(self, space: str, scopes: Sequence[str], qv: np.ndarray,
@@ -369,8 +383,17 @@ class RecallEngine:
         share = self.config.recall.question_discount
         return 1.0 - share * asking.question_share(text) if share > 0 else 1.0
 
+    def _named(self, query: str, scopes: Sequence[str]) -> set[str]:
+        """The known people (speakers of ``scopes``, ``known_persons``) the query names."""
+        speakers = self._people.people(scopes)
+        return named_people(query, speakers | set(self.config.known_persons))
+
+    def _singles_out(self, named: set[str], scopes: Sequence[str]) -> bool:
+        """Whether the query names some of the scopes' speakers but not all of them."""
+        return bool(named) and bool(self._people.people(scopes) - named)
+
     def _favour_named(
-        self, query: str, cands: dict[tuple[str, int], Candidate], turns: dict[int, Turn],
+        self, named: set[str], cands: dict[tuple[str, int], Candidate], turns: dict[int, Turn],
         scopes: Sequence[str],
     ) -> None:
         """Add ``speaker_boost`` to the turns of the people the query names.
@@ -382,9 +405,7 @@ class RecallEngine:
         boost = self.config.recall.speaker_boost
         if boost <= 0:
             return
-        speakers = self._people.people(scopes)
-        named = named_people(query, speakers | set(self.config.known_persons))
-        if not named or not (speakers - named):
+        if not self._singles_out(named, scopes):
             return
         for cand in cands.values():
             if cand.type == "turn" and turns[cand.key].speaker in named:
@@ -542,7 +563,8 @@ class RecallEngine:
 
     def _relevance(self, cand: Candidate, floor: float) -> float:
         tune = self.config.recall
-        sim = cand.similarity - tune.turn_hubness * cand.hub
+        sim = cand.similarity if cand.focus is None else cand.focus
+        sim -= tune.turn_hubness * cand.hub
         semantic = min(1.0, max(0.0, (sim - floor) / max(1e-6, 1.0 - floor)))
         lexical_part = 0.0 if cand.lexical_rank is None else 1.0 / (1.0 + cand.lexical_rank)
         return semantic + tune.keyword_boost * cand.keyword + tune.lexical_weight * lexical_part
