@@ -49,7 +49,7 @@ def test_common_terms_are_searched_together(small_budget: Memory) -> None:
     ids = _load(mem, texts)
     both = ids[-1]
 
-    weights, common, known, together = mem._rt.engine._term_stats("m", ["tanaka", "okafor"])
+    weights, common, known, together = mem._rt.engine._terms.stats("m", ["tanaka", "okafor"])
     assert common == {"tanaka", "okafor"}
     assert sorted(together) == ["okafor", "tanaka"]
     assert len(weights) == 2 and known == {"tanaka", "okafor"}
@@ -65,7 +65,7 @@ def test_common_terms_are_searched_together(small_budget: Memory) -> None:
 def test_one_common_term_alone_is_still_searched(small_budget: Memory) -> None:
     mem = small_budget
     ids = _load(mem, [f"Tanaka filed report {i}" for i in range(40)])
-    _, common, _, together = mem._rt.engine._term_stats("m", ["tanaka"])
+    _, common, _, together = mem._rt.engine._terms.stats("m", ["tanaka"])
     assert common == set() and together == []
     packet = mem.recall("Tanaka", include_turns=False, log=False, limit=5)
     assert {i.source for i in packet.items} == {"lexical"}
@@ -78,7 +78,7 @@ def test_rare_term_goes_first_and_common_ones_are_left_to_the_conjunction(
     mem = small_budget
     _load(mem, [f"Tanaka wrote note {i} on the {WORDS[i % 8]} ridge" for i in range(50)])
     _load(mem, ["Tanaka logged error E7731 on the amber ridge"])
-    _, common, _, together = mem._rt.engine._term_stats("m", ["tanaka", "ridge", "e7731"])
+    _, common, _, together = mem._rt.engine._terms.stats("m", ["tanaka", "ridge", "e7731"])
     assert "e7731" not in common
     assert common == {"tanaka", "ridge"} and sorted(together) == ["ridge", "tanaka"]
 

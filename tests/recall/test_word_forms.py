@@ -90,9 +90,9 @@ def test_only_english_queries_are_widened(store_dir: Path) -> None:
         mem.add_turns([{"session": "s", "speaker": "Ana", "text": "Wir nutzen Datenbanken"},
                        {"session": "s", "speaker": "Bo", "text": "We went camping"}],
                       source="chat")
-        forms_de, text_de = mem._rt.engine._word_forms("t", "Welche Datenbank nutzt ihr?",
+        forms_de, text_de = mem._rt.engine._terms.word_forms("t", "Welche Datenbank nutzt ihr?",
                                                     ["welche", "datenbank", "nutzt"], set())
-        forms_en, text_en = mem._rt.engine._word_forms("t", "Where have you camped?",
+        forms_en, text_en = mem._rt.engine._terms.word_forms("t", "Where have you camped?",
                                                     ["camped"], set())
     assert forms_de == {} and text_de == "Welche Datenbank nutzt ihr?"
     assert forms_en == {"camped": ("camping",)}

@@ -40,6 +40,7 @@ from tideline.recall import asking, focus, morph, when
 from tideline.recall.ahead import Later, later
 from tideline.recall.people import SpeakerDirectory, named_people
 from tideline.recall.routing import ClusterRouter
+from tideline.recall.terms import Queries, QueryTerms
 from tideline.store.base import Store, VectorSearch
 from tideline.store.rows import memory_index_text, turn_index_text
 
@@ -49,9 +50,6 @@ GRAPH_EDGES = ("related", "co_recall", "contradicts")
 #: Read the edges of up to this many first candidates beside their records (well under
 #: the stores' id-list chunk, so none is cut off).
 _EDGES_AHEAD = 400
-
-#: The lexical queries of one space: for the word index and for the substring index.
-_Queries = tuple[LexicalQuery, LexicalQuery]
 
 
 @dataclass
@@ -85,6 +83,7 @@ class RecallEngine:
         self._router = ClusterRouter(store, embedder.dim, config.sleep)
         self._people = SpeakerDirectory(store)
         self._names = focus.NameVectors(self.guard)
+        self._terms = QueryTerms(store, config)
 
     def recall(
         self,
@@ -132,7 +131,7 @@ class RecallEngine:
         terms = lexical.query_terms(query)
         window = when.find_window(query) if since is None and until is None else None
         weights: dict[str, list[float]] = {}
-        expressions: dict[str, _Queries] = {}
+        expressions: dict[str, Queries] = {}
         spaces = [s for s, wanted in (("m", include_memories),
                                       ("t", include_turns and kind is None)) if wanted]
         # The reads that need nothing of each other start now, beside the rest on a
@@ -144,16 +143,8 @@ class RecallEngine:
                   if include_memories and not degraded and self._router.wanted() else None)
         forms: dict[str, dict[str, tuple[str, ...]]] = {}
         for space in spaces:
-            freq = self._frequencies(space, query, terms)
-            weights[space], common, known, together = self._term_stats(space, terms, freq)
-            forms[space], widened = self._word_forms(space, query, terms, common, freq)
-            # The word index also finds the other forms of the words; the substring
-            # index looks for what was typed.
-            expressions[space] = (
-                LexicalQuery(text=widened, drop=frozenset(common), together=tuple(together),
-                             known=frozenset(known)),
-                LexicalQuery(text=query, drop=frozenset(common), together=tuple(together),
-                             known=frozenset(known)))
+            weights[space], forms[space], expressions[space] = self._terms.analyse(
+                space, query, terms)
         now = time.time()
 
         cands: dict[tuple[str, int], Candidate] = {}
@@ -238,7 +229,7 @@ class RecallEngine:
     # -- candidates -----------------------------------------------------------------------
 
     def _memory_candidates(
-        self, qv: np.ndarray, terms: _Queries, scopes: Sequence[str], k: int,
+        self, qv: np.ndarray, terms: Queries, scopes: Sequence[str], k: int,
         kind: str | None, since: float | None, until: float | None,
         cands: dict[tuple[str, int], Candidate], found: Later[dict[int, float]],
         parallel: bool,
@@ -279,7 +270,7 @@ class RecallEngine:
         return live, linked
 
     def _turn_candidates(
-        self, qv: np.ndarray, terms: _Queries, scopes: Sequence[str], k: int,
+        self, qv: np.ndarray, terms: Queries, scopes: Sequence[str], k: int,
         since: float | None, until: float | None, cands: dict[tuple[str, int], Candidate],
         found: Later[dict[int, float]], parallel: bool, aim: np.ndarray | None = None,
     ) -> dict[int, Turn]:
@@ -452,95 +443,12 @@ class RecallEngine:
         ts = t.timestamp if t.timestamp is not None else t.recorded_at
         return bool(window.start <= ts < window.end + after)
 
-    def _frequencies(self, space: str, query: str,
-                     terms: Sequence[str]) -> tuple[dict[str, int], int]:
-        """The document frequencies :meth:`_term_stats` and :meth:`_word_forms` read, in
-        one call to the store (one round trip on a server): the query's index tokens and
-        the other word forms, which depend only on the terms."""
-        if not terms:
-            return {}, 0
-        wanted = [x for t in terms for x in lexical.index_tokens(t)]
-        if self.config.recall.word_forms and morph.looks_english(query):
-            wanted += [f for fs in morph.widen(terms).values() for f in fs]
-        return self.store.document_frequencies(space, wanted)
-
-    def _term_stats(
-        self, space: str, terms: Sequence[str],
-        freq: tuple[dict[str, int], int] | None = None,
-    ) -> tuple[list[float], set[str], set[str], list[str]]:
-        """IDF of each query term, and how the full-text side searches the terms.
-
-        A term found in most rows (the user's own name, the project's name) says little
-        about which row is meant; an error code found in one row says everything. A term
-        made of several index tokens counts as its rarest one. The rarest terms are ORed
-        while their document frequencies add up to at most ``posting_budget`` (ranking a
-        long posting list costs time at scale and ranks nothing); the terms left out
-        (``common``) are searched together instead: up to ``conjunction_terms`` of the
-        rarest of them ANDed, so a row holding the person's first name, surname and the
-        topic is still found, at the cost of an intersection. Terms whose every token the
-        word index holds (``known``) skip the substring (trigram) search: the word table
-        finds them as phrases.
-
-        Returns:
-            Weights (one per term), the terms left out of the OR, the known words, and
-            the terms to AND.
-        """
-        if not terms:
-            return [], set(), set(), []
-        tune = self.config.recall
-        tokens = {t: lexical.index_tokens(t) for t in terms}
-        df, total = freq if freq is not None else self.store.document_frequencies(
-            space, [x for v in tokens.values() for x in v])
-        n = max(total, 1)
-        freqs = [min((df.get(x, 0) for x in tokens[t]), default=0) for t in terms]
-        weights = [max(math.log((n + 1) / (f + 0.5)), 0.05) for f in freqs]
-        order = sorted(range(len(terms)), key=lambda i: freqs[i])
-        spent, left_out = 0, []
-        for i in order:
-            if spent + freqs[i] > tune.posting_budget:
-                left_out.append(i)
-            else:
-                spent += freqs[i]
-        together = [terms[i] for i in left_out[:tune.conjunction_terms]]
-        if len(together) < 2 and left_out and spent == 0:
-            # Nothing found in the index is rare enough and nothing can be ANDed:
-            # search the rarest term anyway, so the lexical side is never empty.
-            left_out.pop(0)
-        if len(together) < 2:
-            together = []
-        common = {terms[i] for i in left_out}
-        known = {t for i, t in enumerate(terms) if freqs[i] > 0}
-        return weights, common, known, together
-
-    def _word_forms(
-        self, space: str, query: str, terms: Sequence[str], common: set[str],
-        freq: tuple[dict[str, int], int] | None = None,
-    ) -> tuple[dict[str, tuple[str, ...]], str]:
-        """Other forms of the query's words that the space's index holds, and the query
-        text widened by them for the full-text side (see :mod:`tideline.recall.morph`).
-
-        Forms of the terms left out of the full-text OR (``common``), and forms in more
-        rows than ``posting_budget``, only count as keyword evidence.
-        """
-        if not self.config.recall.word_forms or not terms or not morph.looks_english(query):
-            return {}, query
-        wanted = morph.widen(terms)
-        if not wanted:
-            return {}, query
-        df = freq[0] if freq is not None else self.store.document_frequencies(
-            space, [f for fs in wanted.values() for f in fs])[0]
-        held = {t: kept for t, fs in wanted.items() if (kept := tuple(f for f in fs if df.get(f)))}
-        budget = self.config.recall.posting_budget
-        extra = [f for t, fs in held.items() if t not in common for f in fs
-                 if df[f] <= budget]
-        return held, (query + " " + " ".join(extra)) if extra else query
-
     def _lexical_k(self, k: int) -> int:
         """Lexical candidates per table: fewer than vector ones, the keyword boost ranks them."""
         return max(20, k // 2)
 
     def _lexical(
-        self, terms: _Queries, table: str, scopes: Sequence[str], k: int,
+        self, terms: Queries, table: str, scopes: Sequence[str], k: int,
         kind: str | None, since: float | None, until: float | None, parallel: bool,
     ) -> dict[int, int]:
         """Rank position (0 = best) of each lexical hit, word and substring indexes merged
