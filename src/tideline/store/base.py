@@ -136,6 +136,18 @@ class WriteRows(Protocol):
     def insert_memory(self, c: Any, rec: MemoryRecord, vector: np.ndarray | None) -> int:
         """Insert a memory with its index rows (and vector, or mark it pending)."""
 
+    def bulk_load(self) -> AbstractContextManager[Any]:
+        """One write transaction for a large load through :meth:`insert_memories`.
+
+        Raises:
+            StoreBusy: still locked / conflicting after the retries.
+            StoreError: any other database failure (nothing of the load is kept).
+        """
+
+    def insert_memories(self, c: Any, recs: Sequence[MemoryRecord],
+                        vectors: Sequence[np.ndarray | None]) -> list[int]:
+        """Insert many memories with their index rows and vectors; their new ids."""
+
     def update_memory(self, c: Any, rec: MemoryRecord) -> None:
         """Write back every mutable field of ``rec`` and refresh its index rows."""
 

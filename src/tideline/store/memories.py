@@ -9,6 +9,7 @@ that lock on PostgreSQL (``get_memories``, ``write_key``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from tideline.errors import NotFound
@@ -56,6 +57,8 @@ class MemoryRows(BackendRows):
 
         def _drop_vector(self, c: Any, space: str, key: int) -> None: ...
 
+        def transaction(self) -> AbstractContextManager[Any]: ...
+
     # -- memories -------------------------------------------------------------------------
 
     def insert_memory(self, c: Any, rec: MemoryRecord, vector: np.ndarray | None) -> int:
@@ -83,6 +86,17 @@ class MemoryRows(BackendRows):
         else:
             mark_pending(c)
         return mid
+
+    def bulk_load(self) -> AbstractContextManager[Any]:
+        """One write transaction for a large load through :meth:`insert_memories` (here
+        the ordinary one; PostgreSQL's defers the derived indexes of empty tables)."""
+        return self.transaction()
+
+    def insert_memories(self, c: Any, recs: Sequence[MemoryRecord],
+                        vectors: Sequence[np.ndarray | None]) -> list[int]:
+        """Insert many memories (each as :meth:`insert_memory`) in the caller's transaction;
+        returns their new ids in order."""
+        return [self.insert_memory(c, rec, vec) for rec, vec in zip(recs, vectors, strict=True)]
 
     def update_memory(self, c: Any, rec: MemoryRecord) -> None:
         """Write back every mutable field of ``rec`` (same id) and refresh its index rows."""

@@ -21,6 +21,14 @@ advisory lock to COMMIT) over 4 round trips instead of 8 (7 in all instead of 9,
 counted with libpq's trace); with many writers on few cores a round trip is a wait for
 the client process to be scheduled again, so this is most of the lock hold.
 The statements still run one after the other, in order, on the server.
+
+``vectors.v`` is a pgvector ``vector``; it reads back as little-endian float32 bytes,
+what SQLite's ``BLOB`` holds, so the shared views and the archive read it unchanged. A
+``SELECT`` from ``vectors`` asks for binary results (pgvector's binary form is the
+floats themselves, 2 µs to convert; its text form took ~600 µs per 384-d vector to
+parse); every column such a statement reads (text, integers, floats, booleans, the
+vector) has a binary loader. A bulk load (:meth:`Database.bulk`) is one transaction
+outside pipeline mode, which ``COPY`` needs.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import random
+import re
 import threading
 import time
 import zlib
@@ -38,6 +47,8 @@ from typing import Any, Protocol
 import psycopg
 import psycopg_pool
 from psycopg import errors as pg_errors
+from psycopg.adapt import Loader
+from psycopg.pq import Format
 
 from tideline.errors import (
     BackendUnavailable,
@@ -98,6 +109,36 @@ def translate(sql: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+# A statement that reads the vectors table: its results come in binary (see above).
+_FROM_VECTORS = re.compile(r"^\s*(SELECT|WITH)\b.*\bFROM vectors\b", re.IGNORECASE | re.DOTALL)
+
+
+@functools.lru_cache(maxsize=4096)
+def _binary(sql: str) -> bool:
+    return _FROM_VECTORS.search(sql) is not None
+
+
+class _VectorBinaryLoader(Loader):
+    """pgvector's binary form (int16 dimensions, int16 zero, big-endian float32s) →
+    little-endian float32 bytes."""
+
+    format = Format.BINARY
+
+    def load(self, data: Any) -> bytes:
+        import numpy as np  # here: a hook that reads no vector must not load numpy
+
+        return np.frombuffer(data, dtype=">f4", offset=4).astype("<f4").tobytes()
+
+
+class _VectorTextLoader(Loader):
+    """pgvector's text form (``[0.1,0.2]``, every float32 printed exactly) → the bytes."""
+
+    def load(self, data: Any) -> bytes:
+        import numpy as np
+
+        return np.array(bytes(data)[1:-1].split(b","), dtype="<f4").tobytes()
 
 
 def _params(params: Sequence[Any] | None) -> tuple[Any, ...]:
@@ -234,8 +275,8 @@ class Conn:
         Raises:
             psycopg.Error: mapped to typed errors by the enclosing ``read``/``write``.
         """
-        return _Cursor(self.raw.execute(translate(sql), _params(params)), self.raw,
-                       self.pipeline)
+        return _Cursor(self.raw.execute(translate(sql), _params(params), binary=_binary(sql)),
+                       self.raw, self.pipeline)
 
     def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> Cursor:
         """Run one statement once per parameter row."""
@@ -277,6 +318,7 @@ class Database(MetaRows):
         self.directory = directory
         self.retries = retries
         self._local = threading.local()
+        self._vector_oid: int | None = None
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -308,6 +350,8 @@ class Database(MetaRows):
             raise from_psycopg(exc) from exc
         try:
             self.migrated_from = self._migrate()
+            with self.read() as c:
+                self._vector_oid = int(c.execute("SELECT 'vector'::regtype::oid").fetchone()[0])
         except BaseException:
             self.pool.close()
             raise
@@ -318,8 +362,10 @@ class Database(MetaRows):
         return getattr(self._local, "conn", None)
 
     @contextlib.contextmanager
-    def _session(self, *, writing: bool) -> Iterator[Conn]:
+    def _session(self, *, writing: bool, pipelined: bool = True) -> Iterator[Conn]:
         outer = self._current()
+        if outer is not None and not pipelined and outer.pipeline is not None:
+            raise StoreError("a bulk load cannot run inside a pipelined write transaction")
         if outer is not None:
             if writing and not outer.in_transaction:
                 # A write inside a plain read: from here on one transaction.
@@ -340,7 +386,7 @@ class Database(MetaRows):
         try:
             if writing:
                 conn.in_transaction = True
-                with conn.pipelined():
+                with conn.pipelined() if pipelined else raw.transaction():
                     yield conn
             else:  # autocommit: one snapshot per statement (as SQLite's reads), no BEGIN
                 yield conn
@@ -353,7 +399,12 @@ class Database(MetaRows):
     def _acquire(self) -> psycopg.Connection[Any]:
         for attempt in range(self.retries + 1):
             try:
-                return self.pool.getconn(timeout=10.0)
+                raw = self.pool.getconn(timeout=10.0)
+                oid = self._vector_oid
+                if oid is not None and raw.adapters.get_loader(oid, Format.BINARY) is None:
+                    raw.adapters.register_loader(oid, _VectorBinaryLoader)
+                    raw.adapters.register_loader(oid, _VectorTextLoader)
+                return raw
             except psycopg_pool.PoolTimeout as exc:
                 if attempt == self.retries:
                     raise StoreBusy(f"no database connection free at {self.path}") from exc
@@ -371,6 +422,17 @@ class Database(MetaRows):
             StoreError: any other database failure.
         """
         with self._session(writing=True) as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def bulk(self) -> Iterator[Conn]:
+        """One write transaction outside pipeline mode, for ``COPY`` (a bulk load).
+
+        Raises:
+            StoreBusy: as :meth:`write`.
+            StoreError: inside a pipelined write transaction, or a database failure.
+        """
+        with self._session(writing=True, pipelined=False) as conn:
             yield conn
 
     @contextlib.contextmanager

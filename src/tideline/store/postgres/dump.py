@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PostgresLoader", "PostgresSnapshot", "load", "snapshot"]
 
-_INTERNAL_COLUMNS: dict[str, tuple[str, ...]] = {"vectors": ("id", "emb")}
+_INTERNAL_COLUMNS: dict[str, tuple[str, ...]] = {"vectors": ("id",)}
 _ORDER: dict[str, tuple[str, ...]] = {"vectors": ("space", "key")}
 _AFFINITY = {"bigint": "integer", "integer": "integer", "smallint": "integer",
              "double precision": "real", "real": "real", "text": "text", "bytea": "blob"}
@@ -77,7 +77,8 @@ class PostgresSnapshot(ArchiveSnapshot):
                          for k in keys) or "1"
 
     def _stream(self, table: str, sql: str, args: Sequence[Any]) -> Iterator[Sequence[Any]]:
-        cur = self._c.raw.cursor(name=f"archive_{table}")  # server-side: rows stream
+        # Server-side: rows stream; vectors in binary (see the connection module).
+        cur = self._c.raw.cursor(name=f"archive_{table}", binary=table == "vectors")
         cur.itersize = 2000
         cur.execute(translate(sql), args)
         try:
