@@ -55,7 +55,7 @@ def bulk_load(mem: Memory, facts: list[Fact], *, batch: int = 2_000,
     ids: dict[int, int] = {}
     start = time.perf_counter()
     now = time.time()
-    with mem.store.bulk_load() as c:
+    with mem.store.bulk_load(len(facts)) as c:
         for lo in range(0, len(facts), batch):
             chunk = facts[lo:lo + batch]
             vectors = mem.embedder.embed_passages([f.text for f in chunk])

@@ -136,8 +136,9 @@ class WriteRows(Protocol):
     def insert_memory(self, c: Any, rec: MemoryRecord, vector: np.ndarray | None) -> int:
         """Insert a memory with its index rows (and vector, or mark it pending)."""
 
-    def bulk_load(self) -> AbstractContextManager[Any]:
-        """One write transaction for a large load through :meth:`insert_memories`.
+    def bulk_load(self, expected: int = 0) -> AbstractContextManager[Any]:
+        """One write transaction for a large load (of about ``expected`` rows) through
+        :meth:`insert_memories`.
 
         Raises:
             StoreBusy: still locked / conflicting after the retries.

@@ -87,9 +87,11 @@ class MemoryRows(BackendRows):
             mark_pending(c)
         return mid
 
-    def bulk_load(self) -> AbstractContextManager[Any]:
-        """One write transaction for a large load through :meth:`insert_memories` (here
-        the ordinary one; PostgreSQL's defers the derived indexes of empty tables)."""
+    def bulk_load(self, expected: int = 0) -> AbstractContextManager[Any]:
+        """One write transaction for a large load of about ``expected`` rows through
+        :meth:`insert_memories` (here the ordinary one; PostgreSQL's defers the derived
+        indexes of tables holding fewer rows than that)."""
+        del expected
         return self.transaction()
 
     def insert_memories(self, c: Any, recs: Sequence[MemoryRecord],

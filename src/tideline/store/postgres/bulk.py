@@ -7,13 +7,15 @@ memories/s at 100k). Here the ids come from the identity sequence in one stateme
 batch, and memories, their index rows and their vectors each go in one ``COPY`` (the
 vectors in binary: no float is printed or parsed).
 
-A table that is empty when the load starts (``vectors``, ``memories_lex``,
-``turns_lex``) has its secondary indexes (HNSW, GIN word and trigram) dropped for the
-load and built again, from their own definitions, before commit — with
-``maintenance_work_mem`` raised so the HNSW graph fits. DDL is transactional here: a
-load that fails rolls back with its rows and the indexes are as they were. While it
-runs the load holds the tables' locks, so other sessions wait for it; a load into a
-table that holds rows keeps its indexes and maintains them row by row.
+A derived table (``vectors``, ``memories_lex``, ``turns_lex``) that holds fewer rows
+than the load brings (``expected``; empty, without a figure) has its secondary
+indexes (HNSW, GIN word and trigram) dropped for the load and built again, from their
+own definitions, before commit — with ``maintenance_work_mem`` raised so the HNSW
+graph fits: building over all rows once costs less than inserting the new ones into
+the graph one by one. DDL is transactional here: a load that fails rolls back with its
+rows and the indexes are as they were. While it runs, the load holds those tables'
+locks, so other sessions wait for it; a table that holds more rows keeps its indexes
+and they are maintained row by row.
 """
 
 from __future__ import annotations
@@ -50,15 +52,19 @@ _MEMORY_COPY = (
 
 
 @contextlib.contextmanager
-def deferred_indexes(c: Conn) -> Iterator[None]:
-    """Drop the secondary indexes of the empty derived tables; build them again at the end.
+def deferred_indexes(c: Conn, expected: int = 0) -> Iterator[None]:
+    """Drop the secondary indexes of the derived tables holding fewer rows than
+    ``expected`` (at least: empty ones); build them again at the end.
 
     Raises:
         psycopg.Error: the database failed (the caller's transaction rolls back).
     """
     dropped: list[str] = []
+    least = max(int(expected), 1)
     for table in _DEFERRED:
-        if c.execute(f"SELECT EXISTS (SELECT 1 FROM {table})").fetchone()[0]:  # noqa: S608
+        held = c.execute(f"SELECT count(*) FROM (SELECT 1 FROM {table} LIMIT ?) AS held",  # noqa: S608
+                         (least,)).fetchone()[0]
+        if held >= least:
             continue
         for name, ddl in c.execute(
                 "SELECT i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid) "

@@ -231,16 +231,17 @@ class PostgresStore(TurnRows, NamespaceRows):
             (space, key, vector_text(arr)),
         )
 
-    def bulk_load(self) -> contextlib.AbstractContextManager[Conn]:
-        """One transaction for a large load (see :mod:`tideline.store.postgres.bulk`):
-        ``COPY`` rows, and the derived indexes of empty tables built once at the end."""
-        return self._bulk()
+    def bulk_load(self, expected: int = 0) -> contextlib.AbstractContextManager[Conn]:
+        """One transaction for a large load of about ``expected`` rows (see
+        :mod:`tideline.store.postgres.bulk`): ``COPY``, and the derived indexes of tables
+        holding fewer rows than that built once at the end."""
+        return self._bulk(expected)
 
     @contextlib.contextmanager
-    def _bulk(self) -> Iterator[Conn]:
+    def _bulk(self, expected: int) -> Iterator[Conn]:
         from tideline.store.postgres.bulk import deferred_indexes
 
-        with self.db.bulk() as c, deferred_indexes(c):
+        with self.db.bulk() as c, deferred_indexes(c, expected):
             yield c
 
     def insert_memories(self, c: Conn, recs: Sequence[MemoryRecord],
