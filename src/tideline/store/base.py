@@ -240,8 +240,10 @@ class ArchiveStore(Protocol):
     def archive_snapshot(self, namespace: str | None) -> AbstractContextManager[ArchiveSnapshot]:
         """A read snapshot of one namespace, or of every one with None."""
 
-    def archive_loader(self, dim: int) -> AbstractContextManager[ArchiveLoader]:
-        """One write transaction that loads archived rows."""
+    def archive_loader(self, dim: int, expected: Mapping[str, int] | None = None,
+                       ) -> AbstractContextManager[ArchiveLoader]:
+        """One write transaction that loads archived rows (``expected``: about how many
+        per table, so a backend can plan the load)."""
 
 
 class VectorSearch(Protocol):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -52,16 +52,18 @@ _MEMORY_COPY = (
 
 
 @contextlib.contextmanager
-def deferred_indexes(c: Conn, expected: int = 0) -> Iterator[None]:
+def deferred_indexes(c: Conn, expected: int | Mapping[str, int] = 0) -> Iterator[None]:
     """Drop the secondary indexes of the derived tables holding fewer rows than
-    ``expected`` (at least: empty ones); build them again at the end.
+    ``expected`` (one figure, or one per table; at least: empty tables); build them
+    again at the end.
 
     Raises:
         psycopg.Error: the database failed (the caller's transaction rolls back).
     """
     dropped: list[str] = []
-    least = max(int(expected), 1)
     for table in _DEFERRED:
+        wanted = expected.get(table, 0) if isinstance(expected, Mapping) else expected
+        least = max(int(wanted), 1)
         held = c.execute(f"SELECT count(*) FROM (SELECT 1 FROM {table} LIMIT ?) AS held",  # noqa: S608
                          (least,)).fetchone()[0]
         if held >= least:
@@ -83,8 +85,8 @@ def deferred_indexes(c: Conn, expected: int = 0) -> Iterator[None]:
     if want > have:
         c.execute("SELECT set_config('maintenance_work_mem', ?, true)",
                   (f"{min(want, BUILD_MEMORY_MAX_MB)}MB",))
-    for ddl in dropped:
-        c.execute(ddl)
+    for ddl in dropped:  # IF NOT EXISTS: something in the load may have made one again
+        c.execute(ddl.replace("CREATE INDEX ", "CREATE INDEX IF NOT EXISTS ", 1))
     for table in ("memories", *_DEFERRED):
         c.execute(f"ANALYZE {table}")
 
@@ -95,8 +97,10 @@ def _copy_rows(c: Conn, sql: str, rows: Sequence[Sequence[Any]]) -> None:
             cp.write_row(row)
 
 
-def copy_vectors(c: Conn, rows: Sequence[tuple[str, int, np.ndarray]]) -> None:
-    """``COPY`` (space, key, vector) rows into ``vectors`` in binary form.
+def copy_vectors(c: Conn, rows: Sequence[tuple[str, int, np.ndarray]], *,
+                 table: str = "vectors") -> None:
+    """``COPY`` (space, key, vector) rows into ``vectors`` (or a table of its shape) in
+    binary form.
 
     Raises:
         psycopg.Error: a key is taken, a vector holds a NaN or infinity.
@@ -111,7 +115,7 @@ def copy_vectors(c: Conn, rows: Sequence[tuple[str, int, np.ndarray]]) -> None:
                                  4 + 4 * arr.size, arr.size, 0))
         parts.append(arr.tobytes())
     parts.append(_TRAILER)
-    with c.raw.cursor() as cur, cur.copy("COPY vectors (space, key, v) FROM STDIN "
+    with c.raw.cursor() as cur, cur.copy(f"COPY {table} (space, key, v) FROM STDIN "
                                          "(FORMAT BINARY)") as cp:
         cp.write(b"".join(parts))
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -456,8 +456,9 @@ class PostgresStore(TurnRows, NamespaceRows):
 
         return dump.snapshot(self, namespace)
 
-    def archive_loader(self, dim: int) -> contextlib.AbstractContextManager[PostgresLoader]:
-        """One write transaction that loads archived rows."""
+    def archive_loader(self, dim: int, expected: Mapping[str, int] | None = None,
+                       ) -> contextlib.AbstractContextManager[PostgresLoader]:
+        """One bulk transaction that loads archived rows (``expected``: rows per table)."""
         from tideline.store.postgres import dump
 
-        return dump.load(self, dim)
+        return dump.load(self, dim, expected)
