@@ -38,6 +38,7 @@ from tideline.bench.backends import Place, machine, parse_backends, place
 from tideline.bench.synth import Fact, Query, generate
 from tideline.config import Config
 from tideline.embed import make_embedder
+from tideline.errors import InvalidInput
 from tideline.memory import Memory
 from tideline.models import MemoryRecord
 
@@ -113,6 +114,7 @@ def run_size(n: int, queries: int, embedder: str, *, gated_sample: int = 1_000,
             if reused:
                 loaded = json.loads(manifest.read_text())
                 ids = {int(k): v for k, v in loaded.pop("ids").items()}
+                _check_reuse(manifest, loaded.pop("queries", None), queries)
             else:
                 gated = _gated_throughput(where, base / "gated", emb, facts[:gated_sample])
                 timings: dict[str, float] = {}
@@ -128,7 +130,7 @@ def run_size(n: int, queries: int, embedder: str, *, gated_sample: int = 1_000,
                           "index_build_s": round(build_s, 1),
                           "gated_writes": gated}
                 if keep is not None:
-                    manifest.write_text(json.dumps(loaded | {"ids": ids}))
+                    manifest.write_text(json.dumps(loaded | {"queries": queries, "ids": ids}))
             mem.recall("warm up the caches", include_turns=False, log=False)
             passes = [_ask(mem, qs, ids) for _ in range(max(1, runs))]
             result = passes[0]
@@ -141,6 +143,20 @@ def run_size(n: int, queries: int, embedder: str, *, gated_sample: int = 1_000,
         result["peak_rss_mb"] = round(
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     return result
+
+
+def _check_reuse(manifest: Path, loaded_with: int | None, queries: int) -> None:
+    """Refuse to query a kept store with another ``--queries`` than it was loaded with:
+    the synthetic people (so every fact) depend on the query count, and a mismatch
+    scores every query against facts the store does not hold (all recalls 0).
+
+    Raises:
+        InvalidInput: the counts differ (a manifest without one predates the check).
+    """
+    if loaded_with is not None and loaded_with != queries:
+        raise InvalidInput(f"{manifest.parent} was loaded with --queries {loaded_with}; "
+                           f"query it with the same count (got {queries}): the facts "
+                           "depend on it")
 
 
 def _gated_throughput(where: Place, home: Path, emb: Any, facts: list[Fact]) -> dict[str, Any]:
