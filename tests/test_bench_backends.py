@@ -42,6 +42,23 @@ def test_recall_bench_runs_side_by_side(capsys: pytest.CaptureFixture[str]) -> N
         assert set(BACKENDS) <= set(side) and "postgres_over_sqlite_engine_p50" in side
 
 
+def test_a_kept_store_is_queried_only_with_the_query_count_it_was_loaded_with(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The synthetic facts depend on ``--queries``: a kept 1M store loaded with 100
+    queries and asked 200 scored 0 on every query. Now it is refused, and the same count
+    reuses the store with the recall it had."""
+    args = ["--n", "200", "--embedder", "hashing", "--gated-sample", "5", "--runs", "1",
+            "--quiet", "--keep", str(tmp_path)]
+    recall.main([*args, "--queries", "20"])
+    first = _lines(capsys.readouterr().out)[0]
+    with pytest.raises(InvalidInput, match="--queries 20"):
+        recall.main([*args, "--queries", "25"])
+    recall.main([*args, "--queries", "20"])
+    again = _lines(capsys.readouterr().out)[0]
+    assert again["reused_store"] is True and first["reused_store"] is False
+    assert again["exact"]["recall@10"] == first["exact"]["recall@10"] == 1.0
+
+
 def test_writers_bench_loses_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     writers.main(["--backend", ",".join(BACKENDS), "--writers", "1,2", "--count", "6",
                   "--runs", "1"])

@@ -16,7 +16,7 @@ from tideline.models import LexicalQuery, WriteResult
 def test_schema_version_and_marker_live_in_the_database(pg_mem: Memory, pg_url: str,
                                                         tmp_path: Path) -> None:
     info = pg_mem.introspect()
-    assert info["schema_version"] == 4 and info["database"].startswith("postgresql://")
+    assert info["schema_version"] == 5 and info["database"].startswith("postgresql://")
     assert pg_mem.store.backend == "postgresql"
     assert pg_mem.store.db.get_meta("embedder") == pg_mem.embedder.marker
     # Another host (another local directory) opening the same database sees it.
@@ -215,8 +215,8 @@ def test_reembed_swaps_every_vector_and_the_marker(pg_mem: Memory) -> None:
     assert res["memories"] == 1 and res["turns"] == 1 and res["to"] == new.marker
     assert pg_mem.store.db.get_meta("embedder") == new.marker
     with pg_mem.store.db.read() as c:
-        dims = c.execute("SELECT DISTINCT vector_dims(emb), length(v) FROM vectors").fetchall()
-    assert dims == [(64, 256)]
+        dims = c.execute("SELECT DISTINCT vector_dims(v), v FROM vectors").fetchall()
+    assert [(d, len(v)) for d, v in dims] == [(64, 256), (64, 256)]
     assert pg_mem.recall("reembed me").items[0].text == "reembed me on PostgreSQL"
 
 

@@ -52,8 +52,8 @@ def _store(store: Any, scope: str, keys: np.ndarray, vecs: np.ndarray) -> None:
     reads only the vectors table)."""
     space = store.space("m", scope)
     with store.transaction() as c:
-        c.executemany("INSERT INTO vectors(space, key, v, emb) VALUES (?, ?, ?, ?::vector)",
-                      [(space, int(k), v.tobytes(), vector_text(v))
+        c.executemany("INSERT INTO vectors(space, key, v) VALUES (?, ?, ?::vector)",
+                      [(space, int(k), vector_text(v))
                        for k, v in zip(keys, vecs, strict=True)])
 
 

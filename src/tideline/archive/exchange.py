@@ -177,7 +177,10 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
         reader.collected = {}
         vecs = _embed(embedder, jobs, progress)
     skip = EMBEDDING_TABLES if reembed else frozenset()
-    with store.archive_loader(embedder.dim) as loader:
+    expected = dict(header.counts)
+    if embed_here:  # the vectors are the embedded memories and turns
+        expected["vectors"] = len(jobs)
+    with store.archive_loader(embedder.dim, expected) as loader:
         if loader.meta(key) is not None:  # another process finished it meanwhile
             return base | {"already_imported": True, "inserted": {}, "skipped": {}}
         for table, row in reader.rows():

@@ -136,6 +136,19 @@ class WriteRows(Protocol):
     def insert_memory(self, c: Any, rec: MemoryRecord, vector: np.ndarray | None) -> int:
         """Insert a memory with its index rows (and vector, or mark it pending)."""
 
+    def bulk_load(self, expected: int = 0) -> AbstractContextManager[Any]:
+        """One write transaction for a large load (of about ``expected`` rows) through
+        :meth:`insert_memories`.
+
+        Raises:
+            StoreBusy: still locked / conflicting after the retries.
+            StoreError: any other database failure (nothing of the load is kept).
+        """
+
+    def insert_memories(self, c: Any, recs: Sequence[MemoryRecord],
+                        vectors: Sequence[np.ndarray | None]) -> list[int]:
+        """Insert many memories with their index rows and vectors; their new ids."""
+
     def update_memory(self, c: Any, rec: MemoryRecord) -> None:
         """Write back every mutable field of ``rec`` and refresh its index rows."""
 
@@ -227,8 +240,10 @@ class ArchiveStore(Protocol):
     def archive_snapshot(self, namespace: str | None) -> AbstractContextManager[ArchiveSnapshot]:
         """A read snapshot of one namespace, or of every one with None."""
 
-    def archive_loader(self, dim: int) -> AbstractContextManager[ArchiveLoader]:
-        """One write transaction that loads archived rows."""
+    def archive_loader(self, dim: int, expected: Mapping[str, int] | None = None,
+                       ) -> AbstractContextManager[ArchiveLoader]:
+        """One write transaction that loads archived rows (``expected``: about how many
+        per table, so a backend can plan the load)."""
 
 
 class VectorSearch(Protocol):

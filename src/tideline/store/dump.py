@@ -293,16 +293,24 @@ class ArchiveLoader(ABC):
         if table == "vectors":
             self._add_vector(row)
             return
+        self._add_row(table, cols, row)
+
+    def _add_row(self, table: str, cols: Sequence[Column], row: Mapping[str, Any]) -> None:
+        """Insert one checked row of an ordinary table, or skip it (see :meth:`add`)."""
         names = [col.name for col in cols if col.name in row]
         if not self._insert(table, names, [row[n] for n in names]):
             self._collision(table, cols, row)
             return
+        self._count_inserted(table, [row.get("id")])
+
+    def _count_inserted(self, table: str, ids: Sequence[Any]) -> None:
+        """Count rows inserted into ``table`` (``ids``: their ids, for memories and turns)."""
         self._touched.add(table)
-        self.inserted[table] = self.inserted.get(table, 0) + 1
+        self.inserted[table] = self.inserted.get(table, 0) + len(ids)
         if table == "memories":
-            self._new_memories[int(row["id"])] = None
+            self._new_memories.update(dict.fromkeys(int(i) for i in ids))
         elif table == "turns":
-            self._new_turns[int(row["id"])] = None
+            self._new_turns.update(dict.fromkeys(int(i) for i in ids))
 
     def _collision(self, table: str, cols: Sequence[Column], row: Mapping[str, Any]) -> None:
         keys = [col.name for col in cols if col.pk] or [cols[0].name]
@@ -340,6 +348,10 @@ class ArchiveLoader(ABC):
         vec = np.frombuffer(blob, dtype=np.float32)
         if not self.non_finite_vectors and not np.isfinite(vec).all():
             raise ArchiveInvalid(f"vector {space}/{key} holds a NaN or infinity")
+        self._add_checked_vector(space, key, blob, vec)
+
+    def _add_checked_vector(self, space: str, key: int, blob: bytes, vec: np.ndarray) -> None:
+        """Insert one checked archived vector, or skip it when the same one is there."""
         found = self.c.execute("SELECT v FROM vectors WHERE space = ? AND key = ?",
                                (space, key)).fetchone()
         if found is not None:
@@ -366,7 +378,11 @@ class ArchiveLoader(ABC):
         Raises:
             ArchiveInvalid: a row refers to a memory, turn or cluster that is not there.
         """
-        memories, turns = list(self._new_memories), list(self._new_turns)
+        self._index_new(list(self._new_memories), list(self._new_turns))
+        self._finish_load()
+
+    def _index_new(self, memories: Sequence[int], turns: Sequence[int]) -> None:
+        """Write the full-text index rows of the memories and turns this load inserted."""
         step = self.store._chunk
         for start in range(0, len(memories), step):
             chunk = memories[start:start + step]
@@ -381,7 +397,6 @@ class ArchiveLoader(ABC):
                     f"SELECT id, speaker, text FROM turns "
                     f"WHERE id IN ({placeholders(len(chunk))})", chunk).fetchall():
                 self.store._index_turn(self.c, int(tid), str(speaker), str(text))
-        self._finish_load()
 
 
 def archive_embedding_jobs(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import Iterable, Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
 from tideline.errors import NotFound
@@ -57,6 +58,8 @@ class MemoryRows(BackendRows):
 
         def _drop_vector(self, c: Any, space: str, key: int) -> None: ...
 
+        def transaction(self) -> AbstractContextManager[Any]: ...
+
     # -- memories -------------------------------------------------------------------------
 
     def insert_memory(self, c: Any, rec: MemoryRecord, vector: np.ndarray | None) -> int:
@@ -84,6 +87,19 @@ class MemoryRows(BackendRows):
         else:
             mark_pending(c)
         return mid
+
+    def bulk_load(self, expected: int = 0) -> AbstractContextManager[Any]:
+        """One write transaction for a large load of about ``expected`` rows through
+        :meth:`insert_memories` (here the ordinary one; PostgreSQL's defers the derived
+        indexes of tables holding fewer rows than that)."""
+        del expected
+        return self.transaction()
+
+    def insert_memories(self, c: Any, recs: Sequence[MemoryRecord],
+                        vectors: Sequence[np.ndarray | None]) -> list[int]:
+        """Insert many memories (each as :meth:`insert_memory`) in the caller's transaction;
+        returns their new ids in order."""
+        return [self.insert_memory(c, rec, vec) for rec, vec in zip(recs, vectors, strict=True)]
 
     def update_memory(self, c: Any, rec: MemoryRecord) -> None:
         """Write back every mutable field of ``rec`` (same id) and refresh its index rows."""

@@ -31,6 +31,14 @@ reads in full, until an insert that pushes it past the limit (or a vacuum) merge
 into the index. At the server's default 4 MB a store written to between vacuums made
 each search read up to 512 pages more: on a 100k store, 119 pending pages made every
 token count of a recall's document frequencies a 3 ms scan instead of a probe.
+
+``vectors.v`` is a pgvector ``vector``; it reads back as little-endian float32 bytes,
+what SQLite's ``BLOB`` holds, so the shared views and the archive read it unchanged. A
+``SELECT`` from ``vectors`` asks for binary results (pgvector's binary form is the
+floats themselves, 2 µs to convert; its text form took ~600 µs per 384-d vector to
+parse); every column such a statement reads (text, integers, floats, booleans, the
+vector) has a binary loader. A bulk load (:meth:`Database.bulk`) is one transaction
+outside pipeline mode, which ``COPY`` needs.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import random
+import re
 import threading
 import time
 import zlib
@@ -48,6 +57,8 @@ from typing import Any, Protocol
 import psycopg
 import psycopg_pool
 from psycopg import errors as pg_errors
+from psycopg.adapt import Loader
+from psycopg.pq import Format
 
 from tideline.errors import (
     BackendUnavailable,
@@ -112,6 +123,36 @@ def translate(sql: str) -> str:
         else:
             out.append(ch)
     return "".join(out)
+
+
+# A statement that reads the vectors table: its results come in binary (see above).
+_FROM_VECTORS = re.compile(r"^\s*(SELECT|WITH)\b.*\bFROM vectors\b", re.IGNORECASE | re.DOTALL)
+
+
+@functools.lru_cache(maxsize=4096)
+def _binary(sql: str) -> bool:
+    return _FROM_VECTORS.search(sql) is not None
+
+
+class _VectorBinaryLoader(Loader):
+    """pgvector's binary form (int16 dimensions, int16 zero, big-endian float32s) →
+    little-endian float32 bytes."""
+
+    format = Format.BINARY
+
+    def load(self, data: Any) -> bytes:
+        import numpy as np  # here: a hook that reads no vector must not load numpy
+
+        return np.frombuffer(data, dtype=">f4", offset=4).astype("<f4").tobytes()
+
+
+class _VectorTextLoader(Loader):
+    """pgvector's text form (``[0.1,0.2]``, every float32 printed exactly) → the bytes."""
+
+    def load(self, data: Any) -> bytes:
+        import numpy as np
+
+        return np.array(bytes(data)[1:-1].split(b","), dtype="<f4").tobytes()
 
 
 def _params(params: Sequence[Any] | None) -> tuple[Any, ...]:
@@ -306,8 +347,8 @@ class Conn:
             psycopg.Error: mapped to typed errors by the enclosing ``read``/``write``.
         """
         self.counter.add(1)
-        return _Cursor(self.raw.execute(translate(sql), _params(params)), self.raw,
-                       self.pipeline)
+        return _Cursor(self.raw.execute(translate(sql), _params(params), binary=_binary(sql)),
+                       self.raw, self.pipeline)
 
     def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> Cursor:
         """Run one statement once per parameter row: as a few statements over many rows
@@ -371,6 +412,7 @@ class Database(MetaRows):
         self.retries = retries
         self._local = threading.local()
         self._columns: dict[str, Columns | None] = {}  # the catalog, for batch.plan
+        self._vector_oid: int | None = None
         try:
             directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -404,6 +446,8 @@ class Database(MetaRows):
             raise from_psycopg(exc) from exc
         try:
             self.migrated_from = self._migrate()
+            with self.read() as c:
+                self._vector_oid = int(c.execute("SELECT 'vector'::regtype::oid").fetchone()[0])
         except BaseException:
             self.pool.close()
             raise
@@ -425,8 +469,10 @@ class Database(MetaRows):
         return getattr(self._local, "conn", None)
 
     @contextlib.contextmanager
-    def _session(self, *, writing: bool) -> Iterator[Conn]:
+    def _session(self, *, writing: bool, pipelined: bool = True) -> Iterator[Conn]:
         outer = self._current()
+        if outer is not None and not pipelined and outer.pipeline is not None:
+            raise StoreError("a bulk load cannot run inside a pipelined write transaction")
         if outer is not None:
             if writing and not outer.in_transaction:
                 # A write inside a plain read: from here on one transaction.
@@ -448,7 +494,7 @@ class Database(MetaRows):
         try:
             if writing:
                 conn.in_transaction = True
-                with conn.pipelined():
+                with conn.pipelined() if pipelined else raw.transaction():
                     yield conn
             else:  # autocommit: one snapshot per statement (as SQLite's reads), no BEGIN
                 yield conn
@@ -461,7 +507,12 @@ class Database(MetaRows):
     def _acquire(self) -> psycopg.Connection[Any]:
         for attempt in range(self.retries + 1):
             try:
-                return self.pool.getconn(timeout=10.0)
+                raw = self.pool.getconn(timeout=10.0)
+                oid = self._vector_oid
+                if oid is not None and raw.adapters.get_loader(oid, Format.BINARY) is None:
+                    raw.adapters.register_loader(oid, _VectorBinaryLoader)
+                    raw.adapters.register_loader(oid, _VectorTextLoader)
+                return raw
             except psycopg_pool.PoolTimeout as exc:
                 if attempt == self.retries:
                     raise StoreBusy(f"no database connection free at {self.path}") from exc
@@ -479,6 +530,17 @@ class Database(MetaRows):
             StoreError: any other database failure.
         """
         with self._session(writing=True) as conn:
+            yield conn
+
+    @contextlib.contextmanager
+    def bulk(self) -> Iterator[Conn]:
+        """One write transaction outside pipeline mode, for ``COPY`` (a bulk load).
+
+        Raises:
+            StoreBusy: as :meth:`write`.
+            StoreError: inside a pipelined write transaction, or a database failure.
+        """
+        with self._session(writing=True, pipelined=False) as conn:
             yield conn
 
     @contextlib.contextmanager

@@ -4,32 +4,42 @@ The shared reader and loader are in :mod:`tideline.store.dump`; this module adds
 PostgreSQL's own: columns from the catalogue (so a column a later migration adds travels
 unchanged), rows streamed through a server-side cursor in key order with text keys
 compared byte-wise (``COLLATE "C"``, SQLite's order, so an archive of the same rows has
-the same sha256 on both backends), each insert in a savepoint, and at the end the id
-sequences moved past the loaded ids and the deferred foreign keys checked.
+the same sha256 on both backends), rows loaded in batches through ``COPY`` (see
+:class:`PostgresLoader`), and at the end the id sequences moved past the loaded ids and
+the deferred foreign keys checked.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import psycopg
 from psycopg import errors as pg_errors
 
-from tideline.errors import ArchiveInvalid
+from tideline.errors import ArchiveInvalid, Conflict
 from tideline.store.dump import ArchiveLoader, ArchiveSnapshot, Column, quote
+from tideline.store.postgres.bulk import copy_index_rows, copy_vectors, deferred_indexes
 from tideline.store.postgres.connection import Conn, translate
 from tideline.store.postgres.schema import DERIVED_TABLES
+from tideline.store.rows import (
+    MEMORY_COLUMNS,
+    memory_from_row,
+    memory_index_text,
+    turn_index_text,
+)
 
 if TYPE_CHECKING:
     from tideline.store.postgres.store import PostgresStore
 
 __all__ = ["PostgresLoader", "PostgresSnapshot", "load", "snapshot"]
 
-_INTERNAL_COLUMNS: dict[str, tuple[str, ...]] = {"vectors": ("id", "emb")}
+_INTERNAL_COLUMNS: dict[str, tuple[str, ...]] = {"vectors": ("id",)}
 _ORDER: dict[str, tuple[str, ...]] = {"vectors": ("space", "key")}
+_BATCH = 5_000  # archived rows gathered per COPY
 _AFFINITY = {"bigint": "integer", "integer": "integer", "smallint": "integer",
              "double precision": "real", "real": "real", "text": "text", "bytea": "blob"}
 
@@ -77,7 +87,8 @@ class PostgresSnapshot(ArchiveSnapshot):
                          for k in keys) or "1"
 
     def _stream(self, table: str, sql: str, args: Sequence[Any]) -> Iterator[Sequence[Any]]:
-        cur = self._c.raw.cursor(name=f"archive_{table}")  # server-side: rows stream
+        # Server-side: rows stream; vectors in binary (see the connection module).
+        cur = self._c.raw.cursor(name=f"archive_{table}", binary=table == "vectors")
         cur.itersize = 2000
         cur.execute(translate(sql), args)
         try:
@@ -99,7 +110,17 @@ def snapshot(store: PostgresStore, namespace: str | None) -> Iterator[PostgresSn
 
 @dataclass
 class PostgresLoader(ArchiveLoader):
-    """Rows into a store inside one write transaction (see :func:`load`).
+    """Rows into a store inside one bulk transaction (see :func:`load`), in batches.
+
+    Rows of a table (with the same columns) are gathered and loaded ``_BATCH`` at a
+    time: ``COPY`` into a temporary table without constraints, then one ``INSERT …
+    SELECT … ON CONFLICT DO NOTHING RETURNING`` its keys into the table, whose
+    constraints judge every row (a refused row fails the whole load); a row that was
+    not inserted must be identical to the one holding its key, or the load stops with
+    :class:`~tideline.errors.Conflict` (one statement checks the batch). Vectors go the
+    same way in pgvector's binary form. The index rows of the new memories and turns
+    are ``COPY``-ed at the end. Anything that reads the store (``meta``, ``is_new``,
+    the end) loads what is gathered first.
 
     Attributes:
         inserted: rows inserted per table.
@@ -109,21 +130,161 @@ class PostgresLoader(ArchiveLoader):
     derived = DERIVED_TABLES
     nul_in_text = False
     non_finite_vectors = False
+    _rows: list[Sequence[Any]] = field(default_factory=list)
+    _rows_of: tuple[str, tuple[str, ...]] | None = None
+    _vectors: list[tuple[str, int, np.ndarray]] = field(default_factory=list)
+    _puts: list[tuple[str, int, np.ndarray]] = field(default_factory=list)
 
     def _columns(self, table: str) -> list[Column]:
         return _columns(self.c, table)
 
     def _insert(self, table: str, names: Sequence[str], values: Sequence[Any]) -> bool:
+        """Insert one row (a batch of one; see :meth:`_add_row` for the batches)."""
+        self._flush()
+        self._rows_of, self._rows = (table, tuple(names)), [values]
+        return bool(self._flush_rows())
+
+    def _add_row(self, table: str, cols: Sequence[Column], row: Mapping[str, Any]) -> None:
+        names = tuple(col.name for col in cols if col.name in row)
+        if self._rows_of != (table, names):
+            self._flush()
+            self._rows_of = (table, names)
+        self._rows.append([row[n] for n in names])
+        if len(self._rows) >= _BATCH:
+            self._flush_rows()
+
+    def _add_checked_vector(self, space: str, key: int, blob: bytes, vec: np.ndarray) -> None:
+        self._flush_rows()
+        self._vectors.append((space, key, vec))
+        if len(self._vectors) >= _BATCH:
+            self._flush_vectors()
+
+    def put_vector(self, space: str, key: int, vector: np.ndarray) -> None:
+        """Store one vector of a row this load inserted (gathered; ``COPY``-ed in batches)."""
+        self._puts.append((space, key, vector))
+        self._new_vectors.add((space, key))
+        self.inserted["vectors"] = self.inserted.get("vectors", 0) + 1
+        if len(self._puts) >= _BATCH:
+            self._flush_puts()
+
+    def meta(self, key: str) -> str | None:
+        """One ``db_meta`` value as this transaction sees it."""
+        self._flush()
+        return super().meta(key)
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Write one ``db_meta`` value in this transaction."""
+        self._flush()
+        super().set_meta(key, value)
+
+    def _add_meta(self, row: Mapping[str, Any]) -> None:
+        self._flush()
+        super()._add_meta(row)
+
+    def is_new(self, space: str, key: int) -> bool:
+        """Whether the memory or turn behind a vector key was inserted by this load."""
+        self._flush_rows()
+        self._flush_vectors()
+        return super().is_new(space, key)
+
+    def _flush(self) -> None:
+        self._flush_rows()
+        self._flush_vectors()
+        self._flush_puts()
+
+    def _flush_rows(self) -> int:
+        """Load the gathered rows of one table; returns how many were inserted."""
+        if self._rows_of is None or not self._rows:
+            return 0
+        (table, names), rows = self._rows_of, self._rows
+        self._rows = []
+        cols = self._columns_of(table)
+        keys = [col.name for col in sorted(cols, key=lambda x: x.pk) if col.pk] or [names[0]]
+        listed = ", ".join(map(quote, names))
+        self.c.execute("DROP TABLE IF EXISTS tl_stage")
+        self.c.execute(f"CREATE TEMP TABLE tl_stage ON COMMIT DROP AS SELECT {listed} "  # noqa: S608
+                       f"FROM {quote(table)} WITH NO DATA")
+        with self.c.raw.cursor() as cur, cur.copy(f"COPY tl_stage ({listed}) FROM STDIN") as cp:
+            for values in rows:
+                cp.write_row(values)
         try:
-            with self.c.raw.transaction():  # a savepoint: a refused row names its reason
-                found = self.c.execute(
-                    f"INSERT INTO {quote(table)}({', '.join(map(quote, names))}) "  # noqa: S608
-                    f"VALUES ({','.join('?' * len(names))}) ON CONFLICT DO NOTHING RETURNING 1",
-                    values).fetchone()
+            added = self.c.execute(
+                f"INSERT INTO {quote(table)} ({listed}) SELECT {listed} FROM tl_stage "  # noqa: S608
+                f"ON CONFLICT DO NOTHING RETURNING {', '.join(map(quote, keys))}").fetchall()
         except (pg_errors.CheckViolation, pg_errors.NotNullViolation,
                 pg_errors.NumericValueOutOfRange, pg_errors.InvalidTextRepresentation) as exc:
             raise ArchiveInvalid(f"{table}: {str(exc).strip()}") from None
-        return found is not None
+        if len(added) < len(rows):
+            same = " AND ".join(f"x.{quote(n)} IS NOT DISTINCT FROM s.{quote(n)}" for n in names)
+            taken = self.c.execute(
+                f"SELECT {', '.join(f's.{quote(k)}' for k in keys)} FROM tl_stage s "  # noqa: S608
+                f"WHERE NOT EXISTS (SELECT 1 FROM {quote(table)} x WHERE {same}) "
+                "LIMIT 1").fetchone()
+            if taken is not None:
+                ident = ", ".join(f"{k}={v!r}" for k, v in zip(keys, taken, strict=True))
+                raise Conflict(f"{table} row ({ident}) is taken by a different row in this "
+                               "store; ids are kept as they are in the archive, so import it "
+                               "into a fresh store (or one that does not hold these ids)")
+            self.skipped[table] = self.skipped.get(table, 0) + len(rows) - len(added)
+        if added:
+            has_id = "id" in keys
+            self._count_inserted(table, [r[keys.index("id")] if has_id else None
+                                         for r in added])
+        return len(added)
+
+    def _flush_vectors(self) -> None:
+        """Load the gathered archived vectors (identical ones already there are skipped)."""
+        if not self._vectors:
+            return
+        rows, self._vectors = self._vectors, []
+        self.c.execute("DROP TABLE IF EXISTS tl_stage_vectors")
+        self.c.execute("CREATE TEMP TABLE tl_stage_vectors (space text NOT NULL, "
+                       "key bigint NOT NULL, v vector NOT NULL) ON COMMIT DROP")
+        copy_vectors(self.c, rows, table="tl_stage_vectors")
+        added = self.c.execute(
+            "INSERT INTO vectors (space, key, v) SELECT space, key, v FROM tl_stage_vectors "
+            "ON CONFLICT (space, key) DO NOTHING RETURNING space, key").fetchall()
+        if len(added) < len(rows):
+            taken = self.c.execute(
+                "SELECT s.space, s.key FROM tl_stage_vectors s WHERE NOT EXISTS (SELECT 1 "
+                "FROM vectors x WHERE x.space = s.space AND x.key = s.key AND x.v = s.v) "
+                "LIMIT 1").fetchone()
+            if taken is not None:
+                raise Conflict(f"vector {taken[0]}/{taken[1]} differs from the archive's")
+            self.skipped["vectors"] = self.skipped.get("vectors", 0) + len(rows) - len(added)
+        self._new_vectors.update((str(s), int(k)) for s, k in added)
+        self.inserted["vectors"] = self.inserted.get("vectors", 0) + len(added)
+
+    def _flush_puts(self) -> None:
+        if self._puts:
+            rows, self._puts = self._puts, []
+            copy_vectors(self.c, rows)
+
+    def _index_new(self, memories: Sequence[int], turns: Sequence[int]) -> None:
+        """``COPY`` the index rows of the new memories and turns, a chunk at a time."""
+        step = self.store._chunk
+        for start in range(0, len(memories), step):
+            chunk = memories[start:start + step]
+            rows = self.c.execute(f"SELECT {MEMORY_COLUMNS} FROM memories "  # noqa: S608
+                                  "WHERE id = ANY(?)", (list(chunk),)).fetchall()
+            recs = [memory_from_row(r) for r in rows]
+            copy_index_rows(self.c, "memories_lex",
+                            [(rec.id, memory_index_text(rec)) for rec in recs])
+        for start in range(0, len(turns), step):
+            chunk = turns[start:start + step]
+            rows = self.c.execute("SELECT id, speaker, text FROM turns WHERE id = ANY(?)",
+                                  (list(chunk),)).fetchall()
+            copy_index_rows(self.c, "turns_lex", [(int(t), turn_index_text(str(s), str(x)))
+                                                  for t, s, x in rows])
+
+    def finish(self) -> None:
+        """Load what is gathered, index the new rows, check every reference.
+
+        Raises:
+            ArchiveInvalid: a row refers to a memory, turn or cluster that is not there.
+        """
+        self._flush()
+        super().finish()
 
     def _finish_load(self) -> None:
         """Move the id sequences past the loaded ids, then check the deferred references."""
@@ -143,16 +304,22 @@ class PostgresLoader(ArchiveLoader):
 
 
 @contextlib.contextmanager
-def load(store: PostgresStore, dim: int) -> Iterator[PostgresLoader]:
-    """One transaction for a whole archive: all of it or nothing.
+def load(store: PostgresStore, dim: int,
+         expected: Mapping[str, int] | None = None) -> Iterator[PostgresLoader]:
+    """One bulk transaction for a whole archive: all of it or nothing.
 
     Foreign keys are checked at the end (:meth:`PostgresLoader.finish`), so rows may
-    arrive in any order.
+    arrive in any order. ``expected`` (rows per archived table) lets the load build the
+    derived indexes of tables holding fewer rows than it brings once at the end (see
+    :mod:`tideline.store.postgres.bulk`).
 
     Raises:
         StoreError: the database failed (the transaction is rolled back).
     """
-    with store.db.write() as c:
+    counts = dict(expected or {})
+    derived = {"vectors": counts.get("vectors", 0), "memories_lex": counts.get("memories", 0),
+               "turns_lex": counts.get("turns", 0)}
+    with store.db.bulk() as c, deferred_indexes(c, derived):
         c.execute("SET CONSTRAINTS ALL DEFERRED")
         loader = PostgresLoader(store, c, dim)
         try:

@@ -161,7 +161,7 @@ def reembed(store: PostgresStore, new: Embedder, *,
     with store.db.write() as c:
         c.execute("DROP TABLE IF EXISTS vectors_staging")
         c.execute("CREATE TABLE vectors_staging (space text NOT NULL, key bigint NOT NULL, "
-                  "v bytea NOT NULL, emb vector NOT NULL, PRIMARY KEY (space, key))")
+                  "v vector NOT NULL, PRIMARY KEY (space, key))")
     with store.db.read() as c:
         mems = c.execute(
             f"SELECT {_MEMORY_COLUMNS}, namespace FROM memories ORDER BY id"  # noqa: S608
@@ -175,18 +175,17 @@ def reembed(store: PostgresStore, new: Embedder, *,
         rows = []
         for (s, k, _, _), v in zip(chunk, vecs, strict=True):
             arr = np.ascontiguousarray(v, dtype=np.float32).ravel()
-            rows.append((s, k, arr.tobytes(), vector_text(arr)))
+            rows.append((s, k, vector_text(arr)))
         with store.db.write() as c:
             c.executemany(
-                "INSERT INTO vectors_staging(space, key, v, emb) VALUES (?,?,?,?::vector) "
-                "ON CONFLICT (space, key) DO UPDATE SET v = excluded.v, emb = excluded.emb",
+                "INSERT INTO vectors_staging(space, key, v) VALUES (?, ?, ?::vector) "
+                "ON CONFLICT (space, key) DO UPDATE SET v = excluded.v",
                 rows)
         if progress:
             progress(min(start + _BATCH, total), total)
     with store.db.write() as c:
         c.execute("DELETE FROM vectors")
-        c.execute("INSERT INTO vectors(space, key, v, emb) "
-                  "SELECT space, key, v, emb FROM vectors_staging")
+        c.execute("INSERT INTO vectors(space, key, v) SELECT space, key, v FROM vectors_staging")
         c.execute("DROP TABLE vectors_staging")
         c.execute("UPDATE db_meta SET value = ? WHERE key = 'embedder'", (new.marker,))
         ensure_vector_index(c, new.dim)

@@ -9,8 +9,14 @@ are deferrable, so a load may bring rows in any order and is checked at commit.
 
 What only PostgreSQL has lives in derived tables and columns the archive never
 carries: ``memories_lex`` / ``turns_lex`` (a ``tsvector`` of the word index and the
-casefolded text of the ``pg_trgm`` substring index) and ``vectors.emb`` (pgvector,
-with one HNSW index per dimension, made when a store first uses that dimension).
+casefolded text of the ``pg_trgm`` substring index) and one HNSW index per dimension
+over ``vectors.v``, made when a store first uses that dimension.
+
+``vectors.v`` is a pgvector ``vector`` (schema 5; it was a ``bytea`` copy beside a
+``vector`` column before, putting each row past the 2 KB TOAST threshold). It reads back
+as the same little-endian float32 bytes as SQLite's ``BLOB`` (see
+:mod:`tideline.store.postgres.connection`), so the shared views and the archive read it
+unchanged.
 
 A migration never edits an earlier one; ``db_meta.schema_version`` records how many
 ran. Version numbers match the SQLite schema's, so an archive's schema version means
@@ -319,6 +325,29 @@ def _m004_turn_identity(db: Conn) -> None:
     db.execute("CREATE UNIQUE INDEX turns_place ON turns(namespace, session, turn_index)")
 
 
+def _m005_one_vector(db: Conn) -> None:
+    """Each vector stored once: the pgvector column replaces the ``bytea`` copy.
+
+    Both held the same float32 values, so a row carried 3 KB of vectors, past the 2 KB
+    TOAST threshold: one of the two (the ``vector``, the larger) was stored out of line,
+    and every index build and exact scan read it from the TOAST table. ``emb`` is
+    renamed ``v`` (the HNSW indexes follow the column); it reads back as the bytes the
+    old column held. The dropped column's space returns when the table is next
+    rewritten (``VACUUM FULL vectors``). A row without its ``vector`` (none is written
+    without one) gets it from the bytes first.
+    """
+    import numpy as np
+
+    from tideline.store.postgres.store import vector_text
+
+    for row_id, blob in db.execute("SELECT id, v FROM vectors WHERE emb IS NULL").fetchall():
+        db.execute("UPDATE vectors SET emb = ?::vector WHERE id = ?",
+                   (vector_text(np.frombuffer(bytes(blob), dtype="<f4")), row_id))
+    db.execute("ALTER TABLE vectors DROP COLUMN v")
+    db.execute("ALTER TABLE vectors RENAME COLUMN emb TO v")
+    db.execute("ALTER TABLE vectors ALTER COLUMN v SET NOT NULL")
+
+
 def ensure_vector_index(db: Conn, dim: int) -> None:
     """The HNSW (cosine) index of the vectors of one dimension, made once per dimension.
 
@@ -336,12 +365,12 @@ def ensure_vector_index(db: Conn, dim: int) -> None:
         db.execute("SELECT pg_advisory_xact_lock(?, ?)", (LOCK_DDL, dim))
         db.execute(
             f"CREATE INDEX IF NOT EXISTS {name} ON vectors USING hnsw "
-            f"((emb::vector({dim})) vector_cosine_ops) WHERE vector_dims(emb) = {dim}"
+            f"((v::vector({dim})) vector_cosine_ops) WHERE vector_dims(v) = {dim}"
         )
 
 
 # The append-only migrations, applied in order on open.
 MIGRATIONS: list[Callable[[Conn], None]] = [
-    _m001_core, _m002_cognition, _m003_sleep, _m004_turn_identity,
+    _m001_core, _m002_cognition, _m003_sleep, _m004_turn_identity, _m005_one_vector,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)  # the version this Tideline writes

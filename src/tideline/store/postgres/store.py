@@ -17,7 +17,7 @@ own (``tsvector``/``pg_trgm`` rows, pgvector columns, the locking reads).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -221,10 +221,33 @@ class PostgresStore(TurnRows, NamespaceRows):
     def _put_vector(self, c: Conn, space: str, key: int, vector: np.ndarray) -> None:
         arr = np.ascontiguousarray(vector, dtype=np.float32).ravel()
         c.execute(
-            "INSERT INTO vectors(space, key, v, emb) VALUES (?, ?, ?, ?::vector) "
-            "ON CONFLICT (space, key) DO UPDATE SET v = excluded.v, emb = excluded.emb",
-            (space, key, arr.tobytes(), vector_text(arr)),
+            "INSERT INTO vectors(space, key, v) VALUES (?, ?, ?::vector) "
+            "ON CONFLICT (space, key) DO UPDATE SET v = excluded.v",
+            (space, key, vector_text(arr)),
         )
+
+    def bulk_load(self, expected: int = 0) -> contextlib.AbstractContextManager[Conn]:
+        """One transaction for a large load of about ``expected`` rows (see
+        :mod:`tideline.store.postgres.bulk`): ``COPY``, and the derived indexes of tables
+        holding fewer rows than that built once at the end."""
+        return self._bulk(expected)
+
+    @contextlib.contextmanager
+    def _bulk(self, expected: int) -> Iterator[Conn]:
+        from tideline.store.postgres.bulk import deferred_indexes
+
+        with self.db.bulk() as c, deferred_indexes(c, expected):
+            yield c
+
+    def insert_memories(self, c: Conn, recs: Sequence[MemoryRecord],
+                        vectors: Sequence[np.ndarray | None]) -> list[int]:
+        """Insert many memories with ``COPY`` (inside :meth:`bulk_load`; in an ordinary
+        write transaction one at a time); returns their new ids in order."""
+        if c.pipeline is not None:
+            return [self.insert_memory(c, r, v) for r, v in zip(recs, vectors, strict=True)]
+        from tideline.store.postgres.bulk import insert_memories
+
+        return insert_memories(c, self.namespace, self.space, recs, vectors)
 
     def _drop_vector(self, c: Conn, space: str, key: int) -> None:
         c.execute("DELETE FROM vectors WHERE space = ? AND key = ?", (space, key))
@@ -435,8 +458,9 @@ class PostgresStore(TurnRows, NamespaceRows):
 
         return dump.snapshot(self, namespace)
 
-    def archive_loader(self, dim: int) -> contextlib.AbstractContextManager[PostgresLoader]:
-        """One write transaction that loads archived rows."""
+    def archive_loader(self, dim: int, expected: Mapping[str, int] | None = None,
+                       ) -> contextlib.AbstractContextManager[PostgresLoader]:
+        """One bulk transaction that loads archived rows (``expected``: rows per table)."""
         from tideline.store.postgres import dump
 
-        return dump.load(self, dim)
+        return dump.load(self, dim, expected)

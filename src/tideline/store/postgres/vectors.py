@@ -75,9 +75,9 @@ class PostgresVectorSpaces:
         # 0 to the distance keeps the planner from the index (an exact scan of the space,
         # its rows found through the (space, key) b-tree, sorted by distance).
         d = self.dim
-        dist = f"(emb::vector({d}) <=> ?::vector({d}))" + (" + 0" if exact else "")
+        dist = f"(v::vector({d}) <=> ?::vector({d}))" + (" + 0" if exact else "")
         return (f"SELECT key, {dist} AS distance FROM vectors WHERE space = ? "  # noqa: S608
-                f"AND vector_dims(emb) = {d} ORDER BY distance LIMIT ?")
+                f"AND vector_dims(v) = {d} ORDER BY distance LIMIT ?")
 
     def _exact(self, space: str) -> bool:
         """Whether to search a space exactly: a small space that is not most of the index

@@ -333,8 +333,15 @@ def _m004_turn_identity(db: sqlite3.Connection) -> None:
     db.execute("CREATE UNIQUE INDEX turns_place ON turns(namespace, session, turn_index)")
 
 
+def _m005_one_vector(db: sqlite3.Connection) -> None:
+    """Nothing here: schema 5 stores each vector once on PostgreSQL, as SQLite always
+    did (one ``BLOB``). The version moves with it, so an archive's schema version means
+    the same on both backends."""
+    del db
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
-    _m001_core, _m002_cognition, _m003_sleep, _m004_turn_identity,
+    _m001_core, _m002_cognition, _m003_sleep, _m004_turn_identity, _m005_one_vector,
 ]
 #: The schema version this Tideline writes: one per migration.
 SCHEMA_VERSION = len(MIGRATIONS)

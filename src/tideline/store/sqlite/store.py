@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -534,8 +534,11 @@ class SQLiteStore(NamespaceRows):
 
         return dump.snapshot(self, namespace)
 
-    def archive_loader(self, dim: int) -> contextlib.AbstractContextManager[SQLiteLoader]:
-        """One write transaction that loads archived rows (see :mod:`.dump`)."""
+    def archive_loader(self, dim: int, expected: Mapping[str, int] | None = None,
+                       ) -> contextlib.AbstractContextManager[SQLiteLoader]:
+        """One write transaction that loads archived rows (see :mod:`.dump`; ``expected``,
+        the rows per table, changes nothing here)."""
         from tideline.store.sqlite import dump
 
+        del expected
         return dump.load(self, dim)
