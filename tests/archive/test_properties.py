@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from tests.archive.helpers import body, open_store, rows_by_table
 
@@ -61,6 +61,11 @@ def _apply(mem, plan) -> None:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(plan=ops, vectors=st.booleans(), sleep=st.booleans())
+# Found by this property: the second batch's first turn is stored already (skipped), so the
+# new turn after it must lean towards the session's last stored turn, as a re-import of
+# the whole session embeds it, not towards the skipped input turn.
+@example(plan=[("turns", ["0", "00"], "global"), ("turns", ["0", "0"], "global")],
+         vectors=False, sleep=False)
 def test_round_trip_property(plan, vectors: bool, sleep: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -159,7 +159,18 @@ def store_turns(
         fresh.append(t)
     inserted: list[int] = []
     total = len(fresh)
-    by_position = {(t.session, t.turn_index): t for t in turns}
+    # New turns are appended to their session in input order (insert_turns assigns the
+    # indexes), so a turn leans towards the new turn before it in its session, or for the
+    # first one towards the session's last stored turn; never towards an input turn that
+    # was stored already and is skipped (a re-import embeds each turn as an import of the
+    # whole session does).
+    before: list[Turn | None] = []
+    last: dict[str, Turn | None] = {}
+    for t in fresh:
+        if t.session not in last:
+            last[t.session] = store.previous_turn(t.session, store.next_turn_index(t.session))
+        before.append(last[t.session])
+        last[t.session] = t
     known: dict[str, np.ndarray] = {}  # the previous chunk's own vectors
     for part_start in range(0, total, max(1, txn_turns)):
         part = fresh[part_start:part_start + max(1, txn_turns)]
@@ -167,9 +178,8 @@ def store_turns(
         for start in range(0, len(part), EMBED_BATCH):
             chunk = part[start:start + EMBED_BATCH]
             own, previous = [], []
-            for t in chunk:
-                prev = by_position.get((t.session, t.turn_index - 1)) or store.previous_turn(
-                    t.session, t.turn_index)
+            for i, t in enumerate(chunk, part_start + start):
+                prev = before[i]
                 own.append(turn_index_text(t.speaker, t.text))
                 previous.append(turn_index_text(prev.speaker, prev.text) if prev else None)
             got = embed_turns(embedder, own, previous, known=known, passages=embed)

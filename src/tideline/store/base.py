@@ -189,6 +189,9 @@ class WriteRows(Protocol):
     def previous_turn(self, session: str, turn_index: int) -> Turn | None:
         """The turn just before ``turn_index`` in a session, if stored."""
 
+    def next_turn_index(self, session: str) -> int:
+        """The index the next turn of a session gets."""
+
     def vectors_pending(self) -> bool:
         """Whether some row may lack its vector (cheap)."""
 
@@ -350,9 +353,6 @@ class Store(ViewHost, WriteRows, ArchiveStore, Protocol):
         since: float | None = None, until: float | None = None,
     ) -> list[tuple[int, float]]:
         """Raw-turn ids best first for a lexical query."""
-
-    def next_turn_index(self, session: str) -> int:
-        """The index the next turn of a session gets."""
 
     def get_turns(self, ids: Iterable[int]) -> dict[int, Turn]:
         """Raw turns by id (missing ids left out)."""
