@@ -69,12 +69,8 @@ class ClusterRows(SleepView):
 
     def emb_clusters(self, scopes: Sequence[str] | None = None) -> list[dict[str, Any]]:
         """Embedding clusters (without centroids): id, scope, label, keywords, size, built_at."""
-        sql = ("SELECT id, scope, label, keywords, size, built_at FROM emb_clusters "
-               "WHERE namespace = ?")
-        args: list[Any] = [self.ns]
-        if scopes is not None:
-            sql += f" AND scope IN ({_ph(len(scopes))})"
-            args.extend(scopes)
+        sql, args = self._scoped("SELECT id, scope, label, keywords, size, built_at "
+                                 "FROM emb_clusters WHERE namespace = ?", scopes)
         with self.db.read() as c:
             rows = c.execute(sql + " ORDER BY scope, id", args).fetchall()
         return [{"id": int(i), "scope": s, "label": lb, "keywords": json.loads(k),
@@ -82,11 +78,8 @@ class ClusterRows(SleepView):
 
     def centroids(self, scopes: Sequence[str] | None) -> list[tuple[int, str, bytes]]:
         """(cluster id, scope, centroid bytes) of the given scopes (None: all)."""
-        sql = "SELECT id, scope, centroid FROM emb_clusters WHERE namespace = ?"
-        args: list[Any] = [self.ns]
-        if scopes is not None:
-            sql += f" AND scope IN ({_ph(len(scopes))})"
-            args.extend(scopes)
+        sql, args = self._scoped(
+            "SELECT id, scope, centroid FROM emb_clusters WHERE namespace = ?", scopes)
         with self.db.read() as c:
             return [(int(i), str(s), bytes(b)) for i, s, b in c.execute(
                 sql + " ORDER BY id", args).fetchall()]

@@ -11,7 +11,7 @@ import json
 import os
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +77,15 @@ class SleepView(NamespaceView):
     Args:
         store: the opened store.
     """
+
+    def _scoped(self, select: str, scopes: Sequence[str] | None) -> tuple[str, list[Any]]:
+        """``select`` (ending in ``WHERE namespace = ?``) limited to ``scopes`` (None:
+        all), and its arguments."""
+        args: list[Any] = [self.ns]
+        if scopes is not None:
+            select += f" AND scope IN ({_ph(len(scopes))})"
+            args.extend(scopes)
+        return select, args
 
     # -- state, gate, lock --------------------------------------------------------------
 

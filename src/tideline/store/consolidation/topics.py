@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from tideline.store.consolidation.state import SleepView, changed
-from tideline.store.view import placeholders as _ph
 
 __all__ = ["TopicRows"]
 
@@ -96,11 +95,8 @@ class TopicRows(SleepView):
 
     def topics(self, scopes: Sequence[str] | None, limit: int) -> list[dict[str, Any]]:
         """Topic clusters, largest first."""
-        sql = "SELECT id, scope, label, keywords, size, df FROM topic_clusters WHERE namespace = ?"
-        args: list[Any] = [self.ns]
-        if scopes is not None:
-            sql += f" AND scope IN ({_ph(len(scopes))})"
-            args.extend(scopes)
+        sql, args = self._scoped("SELECT id, scope, label, keywords, size, df "
+                                 "FROM topic_clusters WHERE namespace = ?", scopes)
         with self.db.read() as c:
             rows = c.execute(sql + " ORDER BY size DESC, id LIMIT ?", (*args, limit)).fetchall()
             out = []
