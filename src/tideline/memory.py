@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from tideline.cognition import SelfModel
 from tideline.config import Config
-from tideline.dynamics import reinforce, retention, weaken
+from tideline.dynamics import retention
 from tideline.embed import Embedder, EmbedGuard, embedder_from_marker, make_embedder
-from tideline.errors import InputTooLarge, InvalidInput, NotFound, StoreClosed
+from tideline.errors import InputTooLarge, InvalidInput, StoreClosed
 from tideline.inject.tuning import InjectTuning
 from tideline.models import ImportResult, MemoryRecord, RecallPacket, Turn, WriteResult
 from tideline.project import ProjectInfo
@@ -32,7 +32,6 @@ from tideline.write.validate import (
     clean_callback,
     clean_flag,
     clean_id,
-    clean_ids,
     clean_instance,
     clean_int,
     clean_list,
@@ -432,30 +431,9 @@ class Memory:
         Raises:
             InvalidInput: reward outside −1..1 or bad ids.
         """
-        reward = clean_number(reward, "reward", lo=-1.0, hi=1.0)
-        if ids is None:
-            raise InvalidInput("ids must be a list of memory ids")
-        wanted = clean_ids(ids, "ids", self.config.caps.limit)
-        visible = self._rt.visible(scope)
-        now = time.time()
-        dyn = self.config.dynamics
-        updated: list[int] = []
-        with self.store.transaction() as c:
-            found = {mid: rec for mid, rec in self.store.get_memories(wanted, c).items()
-                     if rec.scope in visible}
-            for mid, rec in found.items():
-                if reward > 0:
-                    new = reinforce(rec, now, dyn, amount=float(reward))
-                elif reward < 0:
-                    new = weaken(rec, now, dyn, amount=-float(reward))
-                else:
-                    continue
-                self.store.update_memory(c, new)
-                updated.append(mid)
-            self.store.log_event(c, "reflect", {"ids": list(wanted), "reward": reward,
-                                                "updated": updated}, now=now)
-        missing = [i for i in wanted if i not in found]
-        return {"updated": updated, "missing": missing, "reward": reward}
+        from tideline.write.feedback import reflect
+
+        return reflect(self._rt, ids, reward, scope=scope)
 
     def revise(self, memory_id: int, text: str | None = None, *, scope: str | None = None,
                **fields: Any) -> WriteResult:
@@ -491,15 +469,9 @@ class Memory:
         Raises:
             NotFound: no such memory in this project or ``global``.
         """
-        mid = clean_id(memory_id, "memory_id")
-        visible = self._rt.visible(scope)
-        with self.store.transaction() as c:
-            if self.store.get_memory(mid, c).scope not in visible:
-                raise NotFound(f"no memory with id {mid}")
-            rec = self.store.delete_memory(c, mid)
-            self.store.log_event(c, "forget", {"scope": rec.scope, "kind": rec.kind},
-                                 memory_id=mid)
-        return {"forgotten": mid, "scope": rec.scope}
+        from tideline.write.forget import forget
+
+        return forget(self._rt, memory_id, scope=scope)
 
     # -- reading --------------------------------------------------------------------------
 
