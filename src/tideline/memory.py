@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from tideline.cognition import SelfModel
 from tideline.config import Config
-from tideline.dynamics import retention
 from tideline.embed import Embedder, EmbedGuard, embedder_from_marker, make_embedder
 from tideline.errors import InputTooLarge, InvalidInput, StoreClosed
 from tideline.inject.tuning import InjectTuning
@@ -34,7 +32,6 @@ from tideline.write.validate import (
     clean_id,
     clean_instance,
     clean_int,
-    clean_list,
     clean_name,
     clean_number,
     clean_paths,
@@ -501,25 +498,9 @@ class Memory:
         Raises:
             NotFound: no such memory in this project or ``global``.
         """
-        visible = self._rt.visible(scope)
-        rec = self.get(memory_id, scope=scope)
-        history: list[dict[str, Any]] = []
-        cursor = rec.supersedes
-        while cursor is not None and len(history) < 50:
-            found = self.store.get_memories([cursor])
-            if cursor not in found or found[cursor].scope not in visible:
-                break
-            history.append(found[cursor].to_dict())
-            cursor = found[cursor].supersedes
-        edges = self.store.edges_of([rec.id])
-        others = self.store.get_memories({e.src for e in edges} | {e.dst for e in edges})
-        seen = {mid for mid, r in others.items() if r.scope in visible}
-        out = rec.to_dict()
-        out["retention"] = round(retention(rec, time.time(), self.config.dynamics), 4)
-        out["edges"] = [e.to_dict() for e in edges if e.src in seen and e.dst in seen]
-        out["history"] = history
-        out["turns"] = [t.to_dict() for t in self.turns(rec.source_links, scope=scope)]
-        return out
+        from tideline.reading import show
+
+        return show(self._rt, memory_id, scope=scope)
 
     def turns(self, ids: Sequence[int], *, scope: str | None = None) -> list[Turn]:
         """Raw turns by internal id (e.g. a memory's source_links).
@@ -543,28 +524,15 @@ class Memory:
         Raises:
             InvalidInput: ``limit`` is not an integer 1–10000 or a kind is malformed.
         """
-        caps = self.config.caps
-        wanted = None if kinds is None else list(clean_list(
-            kinds, "kinds", item_cap=caps.name_chars, count_cap=caps.limit))
-        return self.store.events(kinds=wanted, limit=clean_int(limit, "limit", lo=1, hi=10_000))
+        from tideline.reading import events
+
+        return events(self._rt, kinds=kinds, limit=limit)
 
     def introspect(self) -> dict[str, Any]:
         """Store statistics, the current project and the embedder in force."""
-        out = self.store.stats()
-        out.update({
-            "store": str(self.config.home),
-            "database": self.store.describe()["database"],
-            "namespace": self.config.namespace,
-            "project": self.project,
-            "project_rule": self.project_info.rule,
-            "project_detection": self.project_info.to_dict(),
-            "scopes": self.store.scopes(),
-            "embedder": {"name": self.embedder.name, "marker": self.embedder.marker,
-                         "dim": self.embedder.dim,
-                         "profile": dataclasses.asdict(self.embedder.profile)},
-            "schema_version": self.store.describe()["schema_version"],
-        })
-        return out
+        from tideline.reading import introspect
+
+        return introspect(self._rt, self.project_info)
 
     # -- maintenance ----------------------------------------------------------------------
 
