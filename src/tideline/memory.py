@@ -546,9 +546,9 @@ class Memory:
         Returns:
             The findings (``ok`` is False when anything is wrong and was not repaired).
         """
-        clean_callback(progress)
-        return self.store.doctor(self.embedder, self.vectors,
-                                 repair=clean_flag(repair, "repair"), progress=progress)
+        from tideline.maintenance import doctor
+
+        return doctor(self._rt, repair=repair, progress=progress)
 
     def reembed(self, embedder: str | Embedder, *, progress: Progress | None = None,
                 url: str | None = None, model: str | None = None) -> dict[str, Any]:
@@ -563,16 +563,9 @@ class Memory:
         Raises:
             EmbedderError: the new embedder failed (the store is unchanged).
         """
-        if not isinstance(embedder, str | Embedder):
-            raise InvalidInput("embedder must be an embedder name or instance")
-        clean_callback(progress)
-        new = make_embedder(embedder, url=url, model=model) if isinstance(embedder, str) \
-            else embedder
-        result = self.store.reembed(new, progress=progress)
-        self.vectors.close()
-        self.store.marker = new.marker
-        # The one place the runtime is swapped: same store and settings, the new embedder's parts.
-        self._rt = Runtime.build(self.config, new, store=self.store, project=self.project)
+        from tideline.maintenance import reembed
+
+        result, self._rt = reembed(self._rt, embedder, progress=progress, url=url, model=model)
         return result
 
     # -- export, import, migrate ----------------------------------------------------------
