@@ -9,7 +9,6 @@ module; ``tests/test_architecture.py`` keeps it so.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -17,20 +16,18 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from tideline.cognition import SelfModel
 from tideline.config import Config
-from tideline.embed import Embedder, EmbedGuard, embedder_from_marker, make_embedder
+from tideline.embed import Embedder, EmbedGuard
 from tideline.errors import InputTooLarge, InvalidInput, StoreClosed
 from tideline.inject.tuning import InjectTuning
 from tideline.models import ImportResult, MemoryRecord, RecallPacket, Turn, WriteResult
 from tideline.project import ProjectInfo
 from tideline.runtime import Runtime
 from tideline.scopes import GLOBAL_KINDS
-from tideline.store import peek_meta
 from tideline.store.base import Store, VectorSearch
 from tideline.write.validate import (
     clean_callback,
     clean_flag,
     clean_id,
-    clean_instance,
     clean_int,
     clean_name,
     clean_number,
@@ -136,40 +133,10 @@ class Memory:
             EmbedderMismatch: the store was built with another embedder.
             StoreCorrupt: the database file is damaged.
         """
-        clean_instance(config, Config, "config", "a Config")
-        clean_instance(home, (str, os.PathLike), "home", "a directory path")
-        clean_instance(embedder, (str, Embedder), "embedder", "an embedder name or instance")
-        clean_instance(project, str, "project", "a project name")
-        clean_instance(database, str, "database", "a postgresql:// URL")
-        if home is not None:
-            clean_paths([home], "home")
-        cfg = config or Config.load()
-        overrides: dict[str, Any] = {}
-        if home is not None:
-            overrides["home"] = Path(home).expanduser()
-        if namespace is not None:
-            overrides["namespace"] = clean_name(namespace, "namespace", cfg.caps)
-        if isinstance(embedder, str):
-            overrides["embedder"] = embedder
-        if database is not None:
-            overrides["database"] = database
-        if overrides:
-            cfg = dataclasses.replace(cfg, **overrides)
-        clean_name(cfg.namespace, "namespace", cfg.caps)
-        stored = None
-        if embedder is None and config is None and not os.environ.get("TIDELINE_EMBEDDER"):
-            stored = peek_meta(cfg.home, "embedder", database=cfg.database)
-        if stored is not None:
-            instance = embedder_from_marker(stored)
-        elif embedder is None or isinstance(embedder, str):
-            instance = make_embedder(cfg.embedder, url=cfg.embed_url, model=cfg.embed_model)
-        else:
-            instance = embedder
-        from tideline.project import detect_project
+        from tideline.opening import resolve
 
-        if project is not None:
-            clean_name(project, "project", cfg.caps)
-        info = detect_project(explicit=project)
+        cfg, instance, info = resolve(home, namespace=namespace, embedder=embedder,
+                                      project=project, config=config, database=database)
         mem = cls(cfg, instance)
         mem.use_project(info)
         return mem
@@ -1222,13 +1189,7 @@ def open_for_import(home: Path | None, namespace: str | None, embedder: str | No
         ArchiveInvalid: the archive's header is invalid.
         EmbedderError: the archive's embedder cannot be built here.
     """
-    from tideline.archive.format import ArchiveReader
-    from tideline.store.sqlite.schema import SCHEMA_VERSION
+    from tideline.opening import import_target
 
-    cfg = Config.load(**({"home": Path(home).expanduser()} if home is not None else {}))
-    if (embedder is None and not os.environ.get("TIDELINE_EMBEDDER")
-            and peek_meta(cfg.home, "embedder", database=cfg.database) is None):
-        head = ArchiveReader(Path(path), SCHEMA_VERSION).read_header()
-        return Memory.open(cfg.home, namespace=namespace,
-                           embedder=embedder_from_marker(head.embedder))
-    return Memory.open(cfg.home, namespace=namespace, embedder=embedder)
+    target, chosen = import_target(home, embedder, path)
+    return Memory.open(target, namespace=namespace, embedder=chosen)
