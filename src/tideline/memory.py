@@ -555,18 +555,10 @@ class Memory:
             UnsafePath: the target or one of its parents is a symlink.
             InvalidInput: unknown format, or the target cannot be written.
         """
-        target = _one_path(path, "path")
-        namespace = None if clean_flag(all_namespaces, "all_namespaces") else self.config.namespace
-        vectors = clean_flag(vectors, "vectors")
-        if format == "jsonl":
-            from tideline.archive.exchange import export_archive
+        from tideline.archive.exchange import export
 
-            return export_archive(self.store, target, namespace=namespace, vectors=vectors)
-        if format == "markdown":
-            from tideline.archive.markdown import export_markdown
-
-            return export_markdown(self.store, target, namespace=namespace)
-        raise InvalidInput(f"export format must be jsonl or markdown, got {format!r:.80}")
+        return export(self._rt, path, format=format, all_namespaces=all_namespaces,
+                      vectors=vectors)
 
     def import_archive(self, path: str | Path, *, reembed: bool = False,
                        progress: Progress | None = None) -> dict[str, Any]:
@@ -587,8 +579,9 @@ class Memory:
             Conflict: an id is taken by a different row (nothing written).
         """
         from tideline.archive.exchange import import_archive
+        from tideline.archive.paths import one_path
 
-        source = _one_path(path, "path")
+        source = one_path(path, "path")
         reembed = clean_flag(reembed, "reembed")
         clean_callback(progress)
         return import_archive(self.store, self.embedder, source, reembed=reembed,
@@ -604,8 +597,9 @@ class Memory:
             UnsafePath: ``to`` or one of its parents is a symlink.
         """
         from tideline.archive.exchange import migrate_store
+        from tideline.archive.paths import one_path
 
-        target = to if isinstance(to, str) and "://" in to else _one_path(to, "to")
+        target = to if isinstance(to, str) and "://" in to else one_path(to, "to")
         clean_callback(progress)
         return migrate_store(self._rt, str(target), progress=progress)
 
@@ -1164,20 +1158,6 @@ class Memory:
             raise InvalidInput("layer must be solidify, comb, wander or dream")
         return apply_answer(self._rt, layer, payload, scope=scope, dry_run=dry_run, force=force,
                             settings=settings)
-
-
-def _one_path(value: object, field: str) -> Path:
-    """Exactly one file or directory argument.
-
-    Raises:
-        InvalidInput: not one path (a list, an empty or NUL-holding text, another type).
-    """
-    if isinstance(value, list | tuple):
-        raise InvalidInput(f"{field} must be one file path")
-    paths = clean_paths(value, field)
-    if not paths:
-        raise InvalidInput(f"{field} must be one file path")
-    return Path(paths[0])
 
 
 def open_for_import(home: Path | None, namespace: str | None, embedder: str | None,
