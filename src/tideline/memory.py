@@ -31,7 +31,6 @@ from tideline.write.validate import (
     clean_int,
     clean_name,
     clean_number,
-    clean_paths,
     clean_seq,
     clean_text,
     parse_time,
@@ -835,9 +834,7 @@ class Memory:
         """
         from tideline.ingest.importers import import_claude
 
-        tool_results = clean_flag(tool_results, "tool_results")
-        clean_callback(progress)
-        return import_claude(self._rt, self._agent, clean_paths(paths, "paths"), scope=scope,
+        return import_claude(self._rt, self._agent, paths, scope=scope,
                              tool_results=tool_results, progress=progress)
 
     def import_hermes(
@@ -862,12 +859,8 @@ class Memory:
         """
         from tideline.ingest.importers import import_hermes
 
-        tool_results = clean_flag(tool_results, "tool_results")
-        clean_callback(progress)
-        if session is not None:
-            session = clean_text(session, "session", self.config.caps.name_chars, required=True)
-        return import_hermes(self._rt, self._agent, clean_paths(paths, "paths"), scope=scope,
-                             session=session, tool_results=tool_results, progress=progress)
+        return import_hermes(self._rt, self._agent, paths, scope=scope, session=session,
+                             tool_results=tool_results, progress=progress)
 
     def import_jsonl(
         self, path: str | Path, *, scope: str | None = None, source: str = "jsonl",
@@ -899,17 +892,8 @@ class Memory:
         """
         from tideline.ingest.importers import import_jsonl
 
-        clean_callback(progress)
-        given = clean_paths([path], "path")
-        caps = self.config.caps
-        size = caps.import_batch if batch is None else batch
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise InvalidInput(f"batch must be a positive integer, got {size!r}")
-        if size > caps.batch:
-            raise InputTooLarge(f"batch of {size} turns; the cap is {caps.batch}")
-        file = Path(given[0]) if given else Path("")
-        return import_jsonl(self._rt, file, scope=scope, source=source, progress=progress,
-                            size=size)
+        return import_jsonl(self._rt, path, scope=scope, source=source, progress=progress,
+                            batch=batch)
 
     def capture_turns(
         self, turns: Sequence[Mapping[str, Any]], *, source: str, scope: str | None = None,
