@@ -9,7 +9,6 @@ module; ``tests/test_architecture.py`` keeps it so.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
@@ -17,10 +16,10 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 from tideline.cognition import SelfModel
 from tideline.config import Config
 from tideline.embed import Embedder, EmbedGuard
-from tideline.errors import InputTooLarge, InvalidInput, StoreClosed
+from tideline.errors import InvalidInput, StoreClosed
 from tideline.inject.tuning import InjectTuning
 from tideline.models import ImportResult, MemoryRecord, RecallPacket, Turn, WriteResult
-from tideline.project import ProjectInfo
+from tideline.project import ProjectInfo, current_project
 from tideline.runtime import Runtime
 from tideline.scopes import GLOBAL_KINDS
 from tideline.store.base import Store, VectorSearch
@@ -31,7 +30,6 @@ from tideline.write.validate import (
     clean_int,
     clean_name,
     clean_number,
-    clean_seq,
     clean_text,
     parse_time,
 )
@@ -676,14 +674,7 @@ class Memory:
     @property
     def project_info(self) -> ProjectInfo:
         """The current project and how it was chosen (``explicit``, ``TIDELINE_PROJECT``…)."""
-        info = self._project_info
-        if info is not None and info.name == self.project:
-            return info
-        if self.project is None:
-            return ProjectInfo(None, "none")
-        env = (os.environ.get("TIDELINE_PROJECT") or "").strip()
-        rule = "TIDELINE_PROJECT" if env and env == self.project else "explicit"
-        return ProjectInfo(self.project, rule, self.project)
+        return current_project(self.project, self._project_info)
 
     @property
     def inject_tuning(self) -> InjectTuning:
@@ -738,13 +729,9 @@ class Memory:
         Raises:
             InvalidInput: an unknown tier, a bad scope or a negative budget.
         """
-        from tideline.inject.brief import BRIEF_TIERS, build_brief
+        from tideline.inject.brief import build_brief, clean_tiers
 
-        wanted = clean_seq(tiers, "tiers")
-        unknown = [t for t in wanted if not isinstance(t, str) or t not in BRIEF_TIERS]
-        if unknown:
-            raise InvalidInput(f"brief tiers are {', '.join(BRIEF_TIERS)}; got {unknown!r:.200}")
-        tiers = tuple(cast("list[str]", wanted))
+        tiers = clean_tiers(tiers)
         budget, session = self._budget_session(budget, session)
         return build_brief(self._agent, info=self._info_for(scope), identity=self.identity(),
                            tuning=self.inject_tuning, budget=budget, session=session,
@@ -800,15 +787,6 @@ class Memory:
         """
         from tideline.inject.texture import read_context
 
-        modes = [m for m in (memory_id, query, session) if m is not None]
-        if len(modes) != 1:
-            raise InvalidInput("give exactly one of memory_id, query or session")
-        radius = clean_int(radius, "radius", lo=0, hi=50)
-        limit = clean_int(limit, "limit", lo=1)
-        if limit > self.config.caps.limit:
-            raise InputTooLarge(f"limit must be 1–{self.config.caps.limit}")
-        if around is not None:
-            around = clean_int(around, "around", lo=0)
         return read_context(self._rt, self._agent, memory_id=memory_id, query=query,
                             session=session, around=around, radius=radius, limit=limit, scope=scope)
 
