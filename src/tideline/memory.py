@@ -943,13 +943,10 @@ class Memory:
         Raises:
             InvalidInput: ``days`` or ``top`` out of range.
         """
-        from tideline.sleep.attention import heatmap
-        from tideline.store.consolidation import ConsolidationStore
+        from tideline.sleep.views import attention_heatmap
 
-        days = clean_int(days, "days", lo=1, hi=3650)
-        top = clean_int(top, "top", lo=1, hi=1000)
-        scopes = None if clean_flag(all_scopes, "all_scopes") else self._rt.visible(scope)
-        return heatmap(ConsolidationStore(self.store), scopes=scopes, days=days, top=top)
+        return attention_heatmap(self._rt, scope=scope, days=days, all_scopes=all_scopes,
+                                 top=top)
 
     def scan_unindexed(
         self, *, gap_minutes: int | None = None, max_turns: int | None = None,
@@ -969,15 +966,10 @@ class Memory:
         Raises:
             InvalidInput: a limit out of range.
         """
-        from tideline.sleep.scan import scan_unindexed
+        from tideline.sleep.views import scan
 
-        t = self.config.sleep
-        gap = t.scan_gap_minutes if gap_minutes is None else clean_int(
-            gap_minutes, "gap_minutes", lo=1, hi=10**9)
-        turns = t.scan_max_turns if max_turns is None else clean_int(
-            max_turns, "max_turns", lo=1, hi=self.config.caps.batch)
-        scopes = None if clean_flag(all_scopes, "all_scopes") else self._rt.visible(scope)
-        return scan_unindexed(self.store, gap_minutes=gap, max_turns=turns, scopes=scopes)
+        return scan(self._rt, gap_minutes=gap_minutes, max_turns=max_turns, scope=scope,
+                    all_scopes=all_scopes)
 
     def topics(self, *, scope: str | None = None, limit: int = 25,
                all_scopes: bool = False) -> list[dict[str, Any]]:
@@ -986,11 +978,9 @@ class Memory:
         Raises:
             InvalidInput: ``limit`` out of range.
         """
-        from tideline.store.consolidation import ConsolidationStore
+        from tideline.sleep.views import topics
 
-        limit = clean_int(limit, "limit", lo=1, hi=1000)
-        scopes = None if clean_flag(all_scopes, "all_scopes") else self._rt.visible(scope)
-        return ConsolidationStore(self.store).topics(scopes, limit)
+        return topics(self._rt, scope=scope, limit=limit, all_scopes=all_scopes)
 
     def entity_graph(self, *, limit: int = 100) -> dict[str, list[dict[str, Any]]]:
         """The entity graph built by sleep: nodes (mentions, roles) and edges (role pairs).
@@ -998,10 +988,9 @@ class Memory:
         Raises:
             InvalidInput: ``limit`` out of range.
         """
-        from tideline.store.consolidation import ConsolidationStore
+        from tideline.sleep.views import entity_graph
 
-        return ConsolidationStore(self.store).entity_graph(
-            clean_int(limit, "limit", lo=1, hi=10_000))
+        return entity_graph(self._rt, limit=limit)
 
     def report(self, *, days: int = 30) -> dict[str, Any]:
         """How the memory behaves over time: growth, gate, recall, dynamics, sleeps, hooks.
