@@ -2,9 +2,11 @@
 
 ``Memory`` composes: it holds one :class:`~tideline.runtime.Runtime` (settings, store,
 embedder, vector spaces, write path, recall engine, project) and each verb checks its
-input and hands the runtime to the package that does the work — sleep, dream,
-injection, the importers, the report, revision, export. Nothing below imports this
-module; ``tests/test_architecture.py`` keeps it so.
+input and hands the runtime to the module that does the work, named after its concept:
+``write/`` (feedback, revision, forgetting), ``recall/``, ``reading``, ``ingest/``,
+``inject/``, ``sleep/``, ``dream/``, ``report/``, ``archive/`` and ``maintenance``;
+``opening`` resolves what :meth:`Memory.open` is given. The facade itself opens no
+transaction and nothing below imports it; ``tests/test_architecture.py`` keeps it so.
 """
 
 from __future__ import annotations
