@@ -40,7 +40,16 @@ def package(name: str) -> tuple[str, str]:
 ABOVE_FACADE = ("tideline", "tideline.__main__", "tideline._entry", "tideline.memory",
                 *package("tideline.cli"), *package("tideline.mcp"), *package("tideline.hooks"),
                 *package("tideline.plugins"), *package("tideline.bench"),
-                *package("tideline.demo"))
+                *package("tideline.demo"), "tideline.sleep.__main__")
+
+#: The surfaces: they call the facade, never the modules its verbs delegate to.
+SURFACES = (*package("tideline.cli"), *package("tideline.mcp"), *package("tideline.hooks"),
+            *package("tideline.plugins"))
+
+#: Modules that hold the work of facade verbs which once did it inline in ``memory.py``
+#: (issue 11, "Shape": the facade validates and delegates). Each takes the runtime.
+VERB_MODULES = ("tideline.opening", "tideline.reading", "tideline.maintenance",
+                "tideline.write.feedback", "tideline.write.forget", "tideline.sleep.views")
 
 
 @dataclass(frozen=True)
@@ -60,6 +69,10 @@ class Forbidden:
 FORBIDDEN = [
     Forbidden("nothing below the facade imports it", importers=("tideline.*",),
               imported=("tideline.memory",), allowed=ABOVE_FACADE),
+    Forbidden("nothing below the facade imports a surface or the package root",
+              importers=("tideline.*",), imported=ABOVE_FACADE, allowed=ABOVE_FACADE),
+    Forbidden("surfaces reach the verbs' modules through the facade only",
+              importers=SURFACES, imported=VERB_MODULES),
     Forbidden("sleep's store views build on their base, never on the assembled view",
               importers=("tideline.store.consolidation.*",),
               imported=("tideline.store.consolidation",)),
@@ -74,6 +87,9 @@ CYCLE_FREE = {
     "facade, sleep, dream and inject": ("tideline.memory", *package("tideline.sleep"),
                                         *package("tideline.dream"), *package("tideline.inject")),
     "the vector index and its parts": ("tideline.recall.vector_*",),
+    "the facade and the modules its verbs delegate to": (
+        "tideline.memory", "tideline.runtime", *VERB_MODULES, *package("tideline.write"),
+        *package("tideline.ingest"), *package("tideline.archive"), *package("tideline.report")),
 }
 
 
@@ -224,3 +240,14 @@ def test_the_facade_is_in_the_graph() -> None:
     assert "tideline.runtime" in graph["tideline.memory"]
     assert {"tideline.sleep.orchestrate", "tideline.dream.run", "tideline.inject.prefetch",
             "tideline.ingest.importers"} <= set(graph)
+    assert set(VERB_MODULES) <= graph["tideline.memory"]
+
+
+def test_the_facade_opens_no_transaction() -> None:
+    """Reproducer: ``Memory.reflect`` and ``Memory.forget`` each held a ``with
+    self.store.transaction()`` block in ``memory.py`` (issue 11, "Shape": the verbs
+    validate and delegate; the work lives where its concept is named). The facade has
+    no ``with`` block at all: a transaction is the business of the module doing the work."""
+    tree = ast.parse((SRC / "memory.py").read_text(encoding="utf-8"))
+    blocks = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.With | ast.AsyncWith)]
+    assert blocks == []

@@ -2,44 +2,36 @@
 
 ``Memory`` composes: it holds one :class:`~tideline.runtime.Runtime` (settings, store,
 embedder, vector spaces, write path, recall engine, project) and each verb checks its
-input and hands the runtime to the package that does the work — sleep, dream,
-injection, the importers, the report, revision, export. Nothing below imports this
-module; ``tests/test_architecture.py`` keeps it so.
+input and hands the runtime to the module that does the work, named after its concept:
+``write/`` (feedback, revision, forgetting), ``recall/``, ``reading``, ``ingest/``,
+``inject/``, ``sleep/``, ``dream/``, ``report/``, ``archive/`` and ``maintenance``;
+``opening`` resolves what :meth:`Memory.open` is given. The facade itself opens no
+transaction and nothing below imports it; ``tests/test_architecture.py`` keeps it so.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import os
-import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast, overload
 
 from tideline.cognition import SelfModel
 from tideline.config import Config
-from tideline.dynamics import reinforce, retention, weaken
-from tideline.embed import Embedder, EmbedGuard, embedder_from_marker, make_embedder
-from tideline.errors import InputTooLarge, InvalidInput, NotFound, StoreClosed
+from tideline.embed import Embedder, EmbedGuard
+from tideline.errors import InvalidInput, StoreClosed
 from tideline.inject.tuning import InjectTuning
 from tideline.models import ImportResult, MemoryRecord, RecallPacket, Turn, WriteResult
-from tideline.project import ProjectInfo
+from tideline.project import ProjectInfo, current_project
 from tideline.runtime import Runtime
 from tideline.scopes import GLOBAL_KINDS
-from tideline.store import peek_meta
 from tideline.store.base import Store, VectorSearch
 from tideline.write.validate import (
     clean_callback,
     clean_flag,
     clean_id,
-    clean_ids,
-    clean_instance,
     clean_int,
-    clean_list,
     clean_name,
     clean_number,
-    clean_paths,
-    clean_seq,
     clean_text,
     parse_time,
 )
@@ -140,40 +132,10 @@ class Memory:
             EmbedderMismatch: the store was built with another embedder.
             StoreCorrupt: the database file is damaged.
         """
-        clean_instance(config, Config, "config", "a Config")
-        clean_instance(home, (str, os.PathLike), "home", "a directory path")
-        clean_instance(embedder, (str, Embedder), "embedder", "an embedder name or instance")
-        clean_instance(project, str, "project", "a project name")
-        clean_instance(database, str, "database", "a postgresql:// URL")
-        if home is not None:
-            clean_paths([home], "home")
-        cfg = config or Config.load()
-        overrides: dict[str, Any] = {}
-        if home is not None:
-            overrides["home"] = Path(home).expanduser()
-        if namespace is not None:
-            overrides["namespace"] = clean_name(namespace, "namespace", cfg.caps)
-        if isinstance(embedder, str):
-            overrides["embedder"] = embedder
-        if database is not None:
-            overrides["database"] = database
-        if overrides:
-            cfg = dataclasses.replace(cfg, **overrides)
-        clean_name(cfg.namespace, "namespace", cfg.caps)
-        stored = None
-        if embedder is None and config is None and not os.environ.get("TIDELINE_EMBEDDER"):
-            stored = peek_meta(cfg.home, "embedder", database=cfg.database)
-        if stored is not None:
-            instance = embedder_from_marker(stored)
-        elif embedder is None or isinstance(embedder, str):
-            instance = make_embedder(cfg.embedder, url=cfg.embed_url, model=cfg.embed_model)
-        else:
-            instance = embedder
-        from tideline.project import detect_project
+        from tideline.opening import resolve
 
-        if project is not None:
-            clean_name(project, "project", cfg.caps)
-        info = detect_project(explicit=project)
+        cfg, instance, info = resolve(home, namespace=namespace, embedder=embedder,
+                                      project=project, config=config, database=database)
         mem = cls(cfg, instance)
         mem.use_project(info)
         return mem
@@ -432,30 +394,9 @@ class Memory:
         Raises:
             InvalidInput: reward outside −1..1 or bad ids.
         """
-        reward = clean_number(reward, "reward", lo=-1.0, hi=1.0)
-        if ids is None:
-            raise InvalidInput("ids must be a list of memory ids")
-        wanted = clean_ids(ids, "ids", self.config.caps.limit)
-        visible = self._rt.visible(scope)
-        now = time.time()
-        dyn = self.config.dynamics
-        updated: list[int] = []
-        with self.store.transaction() as c:
-            found = {mid: rec for mid, rec in self.store.get_memories(wanted, c).items()
-                     if rec.scope in visible}
-            for mid, rec in found.items():
-                if reward > 0:
-                    new = reinforce(rec, now, dyn, amount=float(reward))
-                elif reward < 0:
-                    new = weaken(rec, now, dyn, amount=-float(reward))
-                else:
-                    continue
-                self.store.update_memory(c, new)
-                updated.append(mid)
-            self.store.log_event(c, "reflect", {"ids": list(wanted), "reward": reward,
-                                                "updated": updated}, now=now)
-        missing = [i for i in wanted if i not in found]
-        return {"updated": updated, "missing": missing, "reward": reward}
+        from tideline.write.feedback import reflect
+
+        return reflect(self._rt, ids, reward, scope=scope)
 
     def revise(self, memory_id: int, text: str | None = None, *, scope: str | None = None,
                **fields: Any) -> WriteResult:
@@ -491,15 +432,9 @@ class Memory:
         Raises:
             NotFound: no such memory in this project or ``global``.
         """
-        mid = clean_id(memory_id, "memory_id")
-        visible = self._rt.visible(scope)
-        with self.store.transaction() as c:
-            if self.store.get_memory(mid, c).scope not in visible:
-                raise NotFound(f"no memory with id {mid}")
-            rec = self.store.delete_memory(c, mid)
-            self.store.log_event(c, "forget", {"scope": rec.scope, "kind": rec.kind},
-                                 memory_id=mid)
-        return {"forgotten": mid, "scope": rec.scope}
+        from tideline.write.forget import forget
+
+        return forget(self._rt, memory_id, scope=scope)
 
     # -- reading --------------------------------------------------------------------------
 
@@ -529,25 +464,9 @@ class Memory:
         Raises:
             NotFound: no such memory in this project or ``global``.
         """
-        visible = self._rt.visible(scope)
-        rec = self.get(memory_id, scope=scope)
-        history: list[dict[str, Any]] = []
-        cursor = rec.supersedes
-        while cursor is not None and len(history) < 50:
-            found = self.store.get_memories([cursor])
-            if cursor not in found or found[cursor].scope not in visible:
-                break
-            history.append(found[cursor].to_dict())
-            cursor = found[cursor].supersedes
-        edges = self.store.edges_of([rec.id])
-        others = self.store.get_memories({e.src for e in edges} | {e.dst for e in edges})
-        seen = {mid for mid, r in others.items() if r.scope in visible}
-        out = rec.to_dict()
-        out["retention"] = round(retention(rec, time.time(), self.config.dynamics), 4)
-        out["edges"] = [e.to_dict() for e in edges if e.src in seen and e.dst in seen]
-        out["history"] = history
-        out["turns"] = [t.to_dict() for t in self.turns(rec.source_links, scope=scope)]
-        return out
+        from tideline.reading import show
+
+        return show(self._rt, memory_id, scope=scope)
 
     def turns(self, ids: Sequence[int], *, scope: str | None = None) -> list[Turn]:
         """Raw turns by internal id (e.g. a memory's source_links).
@@ -571,28 +490,15 @@ class Memory:
         Raises:
             InvalidInput: ``limit`` is not an integer 1–10000 or a kind is malformed.
         """
-        caps = self.config.caps
-        wanted = None if kinds is None else list(clean_list(
-            kinds, "kinds", item_cap=caps.name_chars, count_cap=caps.limit))
-        return self.store.events(kinds=wanted, limit=clean_int(limit, "limit", lo=1, hi=10_000))
+        from tideline.reading import events
+
+        return events(self._rt, kinds=kinds, limit=limit)
 
     def introspect(self) -> dict[str, Any]:
         """Store statistics, the current project and the embedder in force."""
-        out = self.store.stats()
-        out.update({
-            "store": str(self.config.home),
-            "database": self.store.describe()["database"],
-            "namespace": self.config.namespace,
-            "project": self.project,
-            "project_rule": self.project_info.rule,
-            "project_detection": self.project_info.to_dict(),
-            "scopes": self.store.scopes(),
-            "embedder": {"name": self.embedder.name, "marker": self.embedder.marker,
-                         "dim": self.embedder.dim,
-                         "profile": dataclasses.asdict(self.embedder.profile)},
-            "schema_version": self.store.describe()["schema_version"],
-        })
-        return out
+        from tideline.reading import introspect
+
+        return introspect(self._rt, self.project_info)
 
     # -- maintenance ----------------------------------------------------------------------
 
@@ -606,9 +512,9 @@ class Memory:
         Returns:
             The findings (``ok`` is False when anything is wrong and was not repaired).
         """
-        clean_callback(progress)
-        return self.store.doctor(self.embedder, self.vectors,
-                                 repair=clean_flag(repair, "repair"), progress=progress)
+        from tideline.maintenance import doctor
+
+        return doctor(self._rt, repair=repair, progress=progress)
 
     def reembed(self, embedder: str | Embedder, *, progress: Progress | None = None,
                 url: str | None = None, model: str | None = None) -> dict[str, Any]:
@@ -623,16 +529,9 @@ class Memory:
         Raises:
             EmbedderError: the new embedder failed (the store is unchanged).
         """
-        if not isinstance(embedder, str | Embedder):
-            raise InvalidInput("embedder must be an embedder name or instance")
-        clean_callback(progress)
-        new = make_embedder(embedder, url=url, model=model) if isinstance(embedder, str) \
-            else embedder
-        result = self.store.reembed(new, progress=progress)
-        self.vectors.close()
-        self.store.marker = new.marker
-        # The one place the runtime is swapped: same store and settings, the new embedder's parts.
-        self._rt = Runtime.build(self.config, new, store=self.store, project=self.project)
+        from tideline.maintenance import reembed
+
+        result, self._rt = reembed(self._rt, embedder, progress=progress, url=url, model=model)
         return result
 
     # -- export, import, migrate ----------------------------------------------------------
@@ -655,18 +554,10 @@ class Memory:
             UnsafePath: the target or one of its parents is a symlink.
             InvalidInput: unknown format, or the target cannot be written.
         """
-        target = _one_path(path, "path")
-        namespace = None if clean_flag(all_namespaces, "all_namespaces") else self.config.namespace
-        vectors = clean_flag(vectors, "vectors")
-        if format == "jsonl":
-            from tideline.archive.exchange import export_archive
+        from tideline.archive.exchange import export
 
-            return export_archive(self.store, target, namespace=namespace, vectors=vectors)
-        if format == "markdown":
-            from tideline.archive.markdown import export_markdown
-
-            return export_markdown(self.store, target, namespace=namespace)
-        raise InvalidInput(f"export format must be jsonl or markdown, got {format!r:.80}")
+        return export(self._rt, path, format=format, all_namespaces=all_namespaces,
+                      vectors=vectors)
 
     def import_archive(self, path: str | Path, *, reembed: bool = False,
                        progress: Progress | None = None) -> dict[str, Any]:
@@ -687,8 +578,9 @@ class Memory:
             Conflict: an id is taken by a different row (nothing written).
         """
         from tideline.archive.exchange import import_archive
+        from tideline.archive.paths import one_path
 
-        source = _one_path(path, "path")
+        source = one_path(path, "path")
         reembed = clean_flag(reembed, "reembed")
         clean_callback(progress)
         return import_archive(self.store, self.embedder, source, reembed=reembed,
@@ -704,8 +596,9 @@ class Memory:
             UnsafePath: ``to`` or one of its parents is a symlink.
         """
         from tideline.archive.exchange import migrate_store
+        from tideline.archive.paths import one_path
 
-        target = to if isinstance(to, str) and "://" in to else _one_path(to, "to")
+        target = to if isinstance(to, str) and "://" in to else one_path(to, "to")
         clean_callback(progress)
         return migrate_store(self._rt, str(target), progress=progress)
 
@@ -783,14 +676,7 @@ class Memory:
     @property
     def project_info(self) -> ProjectInfo:
         """The current project and how it was chosen (``explicit``, ``TIDELINE_PROJECT``…)."""
-        info = self._project_info
-        if info is not None and info.name == self.project:
-            return info
-        if self.project is None:
-            return ProjectInfo(None, "none")
-        env = (os.environ.get("TIDELINE_PROJECT") or "").strip()
-        rule = "TIDELINE_PROJECT" if env and env == self.project else "explicit"
-        return ProjectInfo(self.project, rule, self.project)
+        return current_project(self.project, self._project_info)
 
     @property
     def inject_tuning(self) -> InjectTuning:
@@ -845,13 +731,9 @@ class Memory:
         Raises:
             InvalidInput: an unknown tier, a bad scope or a negative budget.
         """
-        from tideline.inject.brief import BRIEF_TIERS, build_brief
+        from tideline.inject.brief import build_brief, clean_tiers
 
-        wanted = clean_seq(tiers, "tiers")
-        unknown = [t for t in wanted if not isinstance(t, str) or t not in BRIEF_TIERS]
-        if unknown:
-            raise InvalidInput(f"brief tiers are {', '.join(BRIEF_TIERS)}; got {unknown!r:.200}")
-        tiers = tuple(cast("list[str]", wanted))
+        tiers = clean_tiers(tiers)
         budget, session = self._budget_session(budget, session)
         return build_brief(self._agent, info=self._info_for(scope), identity=self.identity(),
                            tuning=self.inject_tuning, budget=budget, session=session,
@@ -907,15 +789,6 @@ class Memory:
         """
         from tideline.inject.texture import read_context
 
-        modes = [m for m in (memory_id, query, session) if m is not None]
-        if len(modes) != 1:
-            raise InvalidInput("give exactly one of memory_id, query or session")
-        radius = clean_int(radius, "radius", lo=0, hi=50)
-        limit = clean_int(limit, "limit", lo=1)
-        if limit > self.config.caps.limit:
-            raise InputTooLarge(f"limit must be 1–{self.config.caps.limit}")
-        if around is not None:
-            around = clean_int(around, "around", lo=0)
         return read_context(self._rt, self._agent, memory_id=memory_id, query=query,
                             session=session, around=around, radius=radius, limit=limit, scope=scope)
 
@@ -941,9 +814,7 @@ class Memory:
         """
         from tideline.ingest.importers import import_claude
 
-        tool_results = clean_flag(tool_results, "tool_results")
-        clean_callback(progress)
-        return import_claude(self._rt, self._agent, clean_paths(paths, "paths"), scope=scope,
+        return import_claude(self._rt, self._agent, paths, scope=scope,
                              tool_results=tool_results, progress=progress)
 
     def import_hermes(
@@ -968,12 +839,8 @@ class Memory:
         """
         from tideline.ingest.importers import import_hermes
 
-        tool_results = clean_flag(tool_results, "tool_results")
-        clean_callback(progress)
-        if session is not None:
-            session = clean_text(session, "session", self.config.caps.name_chars, required=True)
-        return import_hermes(self._rt, self._agent, clean_paths(paths, "paths"), scope=scope,
-                             session=session, tool_results=tool_results, progress=progress)
+        return import_hermes(self._rt, self._agent, paths, scope=scope, session=session,
+                             tool_results=tool_results, progress=progress)
 
     def import_jsonl(
         self, path: str | Path, *, scope: str | None = None, source: str = "jsonl",
@@ -1005,17 +872,8 @@ class Memory:
         """
         from tideline.ingest.importers import import_jsonl
 
-        clean_callback(progress)
-        given = clean_paths([path], "path")
-        caps = self.config.caps
-        size = caps.import_batch if batch is None else batch
-        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-            raise InvalidInput(f"batch must be a positive integer, got {size!r}")
-        if size > caps.batch:
-            raise InputTooLarge(f"batch of {size} turns; the cap is {caps.batch}")
-        file = Path(given[0]) if given else Path("")
-        return import_jsonl(self._rt, file, scope=scope, source=source, progress=progress,
-                            size=size)
+        return import_jsonl(self._rt, path, scope=scope, source=source, progress=progress,
+                            batch=batch)
 
     def capture_turns(
         self, turns: Sequence[Mapping[str, Any]], *, source: str, scope: str | None = None,
@@ -1087,13 +945,10 @@ class Memory:
         Raises:
             InvalidInput: ``days`` or ``top`` out of range.
         """
-        from tideline.sleep.attention import heatmap
-        from tideline.store.consolidation import ConsolidationStore
+        from tideline.sleep.views import attention_heatmap
 
-        days = clean_int(days, "days", lo=1, hi=3650)
-        top = clean_int(top, "top", lo=1, hi=1000)
-        scopes = None if clean_flag(all_scopes, "all_scopes") else self._rt.visible(scope)
-        return heatmap(ConsolidationStore(self.store), scopes=scopes, days=days, top=top)
+        return attention_heatmap(self._rt, scope=scope, days=days, all_scopes=all_scopes,
+                                 top=top)
 
     def scan_unindexed(
         self, *, gap_minutes: int | None = None, max_turns: int | None = None,
@@ -1113,15 +968,10 @@ class Memory:
         Raises:
             InvalidInput: a limit out of range.
         """
-        from tideline.sleep.scan import scan_unindexed
+        from tideline.sleep.views import scan
 
-        t = self.config.sleep
-        gap = t.scan_gap_minutes if gap_minutes is None else clean_int(
-            gap_minutes, "gap_minutes", lo=1, hi=10**9)
-        turns = t.scan_max_turns if max_turns is None else clean_int(
-            max_turns, "max_turns", lo=1, hi=self.config.caps.batch)
-        scopes = None if clean_flag(all_scopes, "all_scopes") else self._rt.visible(scope)
-        return scan_unindexed(self.store, gap_minutes=gap, max_turns=turns, scopes=scopes)
+        return scan(self._rt, gap_minutes=gap_minutes, max_turns=max_turns, scope=scope,
+                    all_scopes=all_scopes)
 
     def topics(self, *, scope: str | None = None, limit: int = 25,
                all_scopes: bool = False) -> list[dict[str, Any]]:
@@ -1130,11 +980,9 @@ class Memory:
         Raises:
             InvalidInput: ``limit`` out of range.
         """
-        from tideline.store.consolidation import ConsolidationStore
+        from tideline.sleep.views import topics
 
-        limit = clean_int(limit, "limit", lo=1, hi=1000)
-        scopes = None if clean_flag(all_scopes, "all_scopes") else self._rt.visible(scope)
-        return ConsolidationStore(self.store).topics(scopes, limit)
+        return topics(self._rt, scope=scope, limit=limit, all_scopes=all_scopes)
 
     def entity_graph(self, *, limit: int = 100) -> dict[str, list[dict[str, Any]]]:
         """The entity graph built by sleep: nodes (mentions, roles) and edges (role pairs).
@@ -1142,10 +990,9 @@ class Memory:
         Raises:
             InvalidInput: ``limit`` out of range.
         """
-        from tideline.store.consolidation import ConsolidationStore
+        from tideline.sleep.views import entity_graph
 
-        return ConsolidationStore(self.store).entity_graph(
-            clean_int(limit, "limit", lo=1, hi=10_000))
+        return entity_graph(self._rt, limit=limit)
 
     def report(self, *, days: int = 30) -> dict[str, Any]:
         """How the memory behaves over time: growth, gate, recall, dynamics, sleeps, hooks.
@@ -1266,20 +1113,6 @@ class Memory:
                             settings=settings)
 
 
-def _one_path(value: object, field: str) -> Path:
-    """Exactly one file or directory argument.
-
-    Raises:
-        InvalidInput: not one path (a list, an empty or NUL-holding text, another type).
-    """
-    if isinstance(value, list | tuple):
-        raise InvalidInput(f"{field} must be one file path")
-    paths = clean_paths(value, field)
-    if not paths:
-        raise InvalidInput(f"{field} must be one file path")
-    return Path(paths[0])
-
-
 def open_for_import(home: Path | None, namespace: str | None, embedder: str | None,
                     path: Path) -> Memory:
     """Open the target of ``tideline import tideline``: a store that does not exist yet
@@ -1289,13 +1122,7 @@ def open_for_import(home: Path | None, namespace: str | None, embedder: str | No
         ArchiveInvalid: the archive's header is invalid.
         EmbedderError: the archive's embedder cannot be built here.
     """
-    from tideline.archive.format import ArchiveReader
-    from tideline.store.sqlite.schema import SCHEMA_VERSION
+    from tideline.opening import import_target
 
-    cfg = Config.load(**({"home": Path(home).expanduser()} if home is not None else {}))
-    if (embedder is None and not os.environ.get("TIDELINE_EMBEDDER")
-            and peek_meta(cfg.home, "embedder", database=cfg.database) is None):
-        head = ArchiveReader(Path(path), SCHEMA_VERSION).read_header()
-        return Memory.open(cfg.home, namespace=namespace,
-                           embedder=embedder_from_marker(head.embedder))
-    return Memory.open(cfg.home, namespace=namespace, embedder=embedder)
+    target, chosen = import_target(home, embedder, path)
+    return Memory.open(target, namespace=namespace, embedder=chosen)

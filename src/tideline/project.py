@@ -34,7 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CLIENT_DIR_VARS", "GLOBAL", "ProjectInfo", "detect_project",
+__all__ = ["CLIENT_DIR_VARS", "GLOBAL", "ProjectInfo", "current_project", "detect_project",
            "project_for_directory", "project_name_for"]
 
 #: Client variables that carry a project directory, in the order they are tried.
@@ -189,3 +189,18 @@ def project_for_directory(
     except (OSError, RuntimeError):
         return ProjectInfo(None, "none", str(directory))
     return _from_directory(here)
+
+
+def current_project(name: str | None, chosen: ProjectInfo | None) -> ProjectInfo:
+    """The current project ``name`` and how it was chosen.
+
+    ``chosen`` (the detection a memory was opened with) answers while it still names
+    the project; a project set by name since is ``TIDELINE_PROJECT`` when that
+    variable names it, else ``explicit``.
+    """
+    if chosen is not None and chosen.name == name:
+        return chosen
+    if name is None:
+        return ProjectInfo(None, "none")
+    env = (os.environ.get("TIDELINE_PROJECT") or "").strip()
+    return ProjectInfo(name, "TIDELINE_PROJECT" if env and env == name else "explicit", name)

@@ -36,15 +36,16 @@ from tideline.archive.format import (
     Header,
     Sink,
 )
-from tideline.archive.paths import atomic_file, inside, safe_dir, safe_target
+from tideline.archive.paths import atomic_file, inside, one_path, safe_dir, safe_target
 from tideline.errors import BackendUnavailable, EmbedderMismatch, InvalidInput
+from tideline.write.validate import clean_flag
 
 if TYPE_CHECKING:
     from tideline.embed.base import Embedder
     from tideline.runtime import Runtime
     from tideline.store import ArchiveStore
 
-__all__ = ["archive_digest", "export_archive", "import_archive", "migrate_store"]
+__all__ = ["archive_digest", "export", "export_archive", "import_archive", "migrate_store"]
 
 Progress = Callable[[int, int], None]
 IMPORT_KEY = "archive:"
@@ -93,6 +94,27 @@ def export_archive(store: ArchiveStore, path: Path, *, namespace: str | None,
             "namespace": namespace, "vectors": vectors, "embedder": header.embedder,
             "counts": header.counts, "rows": sum(header.counts.values()), "sha256": digest,
             "bytes": target.stat().st_size}
+
+
+def export(rt: Runtime, path: object, *, format: object = "jsonl",
+           all_namespaces: object = False, vectors: object = True) -> dict[str, Any]:
+    """``Memory.export``: this namespace (or the whole store) as a ``jsonl`` archive or
+    as ``markdown`` for people to read.
+
+    Raises:
+        UnsafePath: the target or one of its parents is a symlink.
+        InvalidInput: not one target path, unknown format, or the target cannot be written.
+    """
+    target = one_path(path, "path")
+    namespace = None if clean_flag(all_namespaces, "all_namespaces") else rt.config.namespace
+    with_vectors = clean_flag(vectors, "vectors")
+    if format == "jsonl":
+        return export_archive(rt.store, target, namespace=namespace, vectors=with_vectors)
+    if format == "markdown":
+        from tideline.archive.markdown import export_markdown
+
+        return export_markdown(rt.store, target, namespace=namespace)
+    raise InvalidInput(f"export format must be jsonl or markdown, got {format!r:.80}")
 
 
 class _Discard:

@@ -18,8 +18,23 @@ from pathlib import Path
 from typing import IO
 
 from tideline.errors import InvalidInput, StoreFull, UnsafePath
+from tideline.write.validate import clean_paths
 
-__all__ = ["atomic_file", "inside", "safe_dir", "safe_target"]
+__all__ = ["atomic_file", "inside", "one_path", "safe_dir", "safe_target"]
+
+
+def one_path(value: object, field: str) -> Path:
+    """Exactly one file or directory argument.
+
+    Raises:
+        InvalidInput: not one path (a list, an empty or NUL-holding text, another type).
+    """
+    if isinstance(value, list | tuple):
+        raise InvalidInput(f"{field} must be one file path")
+    paths = clean_paths(value, field)
+    if not paths:
+        raise InvalidInput(f"{field} must be one file path")
+    return Path(paths[0])
 
 
 def _absolute(path: Path) -> Path:

@@ -14,7 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from tideline.errors import InputTooLarge, InvalidInput
-from tideline.write.validate import clean_callback, clean_name, clean_seq, clean_text
+from tideline.write.validate import (
+    clean_callback,
+    clean_flag,
+    clean_name,
+    clean_paths,
+    clean_seq,
+    clean_text,
+)
 
 if TYPE_CHECKING:
     from tideline.models import ImportResult
@@ -89,17 +96,20 @@ def _import_turns(rt: Runtime, turns: list[dict[str, Any]], *, source: str, scop
 
 
 def import_claude(
-    rt: Runtime, reader: AgentReader, paths: list[str | Path] | None, *, scope: str | None,
-    tool_results: bool, progress: Progress | None,
+    rt: Runtime, reader: AgentReader, paths: Sequence[str | Path] | None, *,
+    scope: str | None, tool_results: bool, progress: Progress | None,
 ) -> dict[str, Any]:
     """Import Claude Code transcripts (see :meth:`tideline.Memory.import_claude`).
 
     Raises:
+        InvalidInput: malformed paths, ``tool_results`` or ``progress``.
         NotFound: a given path does not exist.
     """
     from tideline.ingest.claude import SOURCE, find_transcripts, parse_transcript
 
-    files = find_transcripts(paths)
+    tool_results = clean_flag(tool_results, "tool_results")
+    clean_callback(progress)
+    files = find_transcripts(clean_paths(paths, "paths"))
     turns: list[dict[str, Any]] = []
     dropped: Counter[str] = Counter()
     for f in files:
@@ -121,18 +131,23 @@ def import_claude(
 
 
 def import_hermes(
-    rt: Runtime, reader: AgentReader, paths: list[str | Path] | None, *, scope: str | None,
-    session: str | None, tool_results: bool, progress: Progress | None,
+    rt: Runtime, reader: AgentReader, paths: Sequence[str | Path] | None, *,
+    scope: str | None, session: str | None, tool_results: bool, progress: Progress | None,
 ) -> dict[str, Any]:
     """Import Hermes Agent sessions (see :meth:`tideline.Memory.import_hermes`).
 
     Raises:
+        InvalidInput: malformed paths, session, ``tool_results`` or ``progress``.
         NotFound: no sessions at a path.
         StoreCorrupt: a database is not Hermes'.
     """
     from tideline.ingest.hermes import SOURCE, hermes_turns, read_hermes, unseen_turns
 
-    sessions = read_hermes(paths, session=session)
+    tool_results = clean_flag(tool_results, "tool_results")
+    clean_callback(progress)
+    if session is not None:
+        session = clean_text(session, "session", rt.config.caps.name_chars, required=True)
+    sessions = read_hermes(clean_paths(paths, "paths"), session=session)
     parsed = hermes_turns(sessions, scope=scope, tool_results=tool_results)
     known = reader.existing_message_ids(SOURCE, [str(t["id"]) for t in parsed.turns
                                                  if "id" in t])
@@ -147,20 +162,29 @@ def import_hermes(
 
 
 def import_jsonl(
-    rt: Runtime, file: Path, *, scope: str | None, source: str, progress: Progress | None,
-    size: int,
+    rt: Runtime, path: str | Path, *, scope: str | None, source: str,
+    progress: Progress | None, batch: int | None,
 ) -> dict[str, Any]:
-    """Import a JSONL chat, ``size`` lines per transaction (see ``Memory.import_jsonl``).
+    """Import a JSONL chat, ``batch`` lines per transaction (see ``Memory.import_jsonl``).
 
     Raises:
         NotFound: no such file.
-        InvalidInput: a line is not a JSON object or a turn is malformed.
-        InputTooLarge: a line or a turn is over its cap.
+        InvalidInput: a line is not a JSON object or a turn is malformed, or a bad
+            path, ``batch`` or ``progress``.
+        InputTooLarge: a line or a turn is over its cap, or ``batch`` over the batch cap.
     """
     from tideline.ingest.jsonl import count_lines, iter_jsonl
     from tideline.ingest.turns import Occurrences, prepare_turns, store_turns
 
+    clean_callback(progress)
+    given = clean_paths([path], "path")
     caps = rt.config.caps
+    size = caps.import_batch if batch is None else batch
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise InvalidInput(f"batch must be a positive integer, got {size!r}")
+    if size > caps.batch:
+        raise InputTooLarge(f"batch of {size} turns; the cap is {caps.batch}")
+    file = Path(given[0]) if given else Path("")
     total = count_lines(file)
     where = rt.scope(scope, write=True)
     src = clean_name(source, "source", caps)

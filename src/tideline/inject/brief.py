@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from tideline.errors import InvalidInput
 from tideline.inject.budget import clip_text, estimate_tokens
 from tideline.inject.identity import IdentityDoc
 from tideline.inject.result import InjectResult, TierBlock, assemble
@@ -19,9 +20,10 @@ from tideline.project import ProjectInfo
 from tideline.render import memory_line, one_line, turn_line
 from tideline.scopes import visible_scopes
 from tideline.store.agent import AgentReader
+from tideline.write.validate import clean_seq
 
-__all__ = ["BRIEF_SHARES", "BRIEF_TIERS", "build_brief", "tier_t0", "tier_t2", "tier_t2b",
-           "tier_t3"]
+__all__ = ["BRIEF_SHARES", "BRIEF_TIERS", "build_brief", "clean_tiers", "tier_t0", "tier_t2",
+           "tier_t2b", "tier_t3"]
 
 #: The tiers of the session brief, and each one's share of its token budget.
 BRIEF_TIERS = ("T0", "T2", "T2b", "T3")
@@ -143,6 +145,19 @@ def tier_t3(reader: AgentReader, scopes: Sequence[str], tuning: InjectTuning) ->
     if not lines:
         note = "empty"
     return TierBlock("T3", tuple(lines), tuple(items), note=note)
+
+
+def clean_tiers(tiers: object) -> tuple[str, ...]:
+    """The brief tiers a caller asked for, checked.
+
+    Raises:
+        InvalidInput: not a sequence of tier names, or a tier the brief does not have.
+    """
+    wanted = clean_seq(tiers, "tiers")
+    unknown = [t for t in wanted if not isinstance(t, str) or t not in BRIEF_TIERS]
+    if unknown:
+        raise InvalidInput(f"brief tiers are {', '.join(BRIEF_TIERS)}; got {unknown!r:.200}")
+    return tuple(str(t) for t in wanted)
 
 
 def build_brief(

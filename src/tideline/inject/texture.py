@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tideline.errors import InputTooLarge, InvalidInput
 from tideline.recall.request import recall
-from tideline.write.validate import clean_text
+from tideline.write.validate import clean_int, clean_text
 
 if TYPE_CHECKING:
     from tideline.runtime import Runtime
@@ -22,7 +23,7 @@ def read_context(
     rt: Runtime, reader: AgentReader, *, memory_id: int | None, query: str | None,
     session: str | None, around: int | None, radius: int, limit: int, scope: str | None,
 ) -> dict[str, Any]:
-    """Raw turns in one of three modes; the numbers are checked by the facade.
+    """Raw turns in exactly one of three modes.
 
     Args:
         rt: the memory's parts.
@@ -39,9 +40,18 @@ def read_context(
         ``{"mode": "memory" | "query" | "session", …, "turns": [...]}``.
 
     Raises:
-        InvalidInput: a malformed session or scope.
+        InvalidInput: none or several modes, bad numbers, a malformed session or scope.
+        InputTooLarge: ``limit`` over the cap.
         NotFound: no such memory in the project or ``global``.
     """
+    if sum(m is not None for m in (memory_id, query, session)) != 1:
+        raise InvalidInput("give exactly one of memory_id, query or session")
+    radius = clean_int(radius, "radius", lo=0, hi=50)
+    limit = clean_int(limit, "limit", lo=1)
+    if limit > rt.config.caps.limit:
+        raise InputTooLarge(f"limit must be 1–{rt.config.caps.limit}")
+    if around is not None:
+        around = clean_int(around, "around", lo=0)
     current, visible = rt.scopes(scope)
     if memory_id is not None:
         rec = rt.get(memory_id, scope=current)

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -27,8 +27,12 @@ from tideline.errors import ArchiveInvalid, Conflict
 from tideline.store.rows import MEMORY_COLUMNS, embedding_jobs, memory_from_row
 from tideline.store.view import placeholders
 
-__all__ = ["IMPORT_META_PREFIX", "ArchiveLoader", "ArchiveSnapshot", "Column",
-           "archive_embedding_jobs", "check_value", "quote"]
+if TYPE_CHECKING:
+    from tideline.models import MemoryRecord
+
+__all__ = ["IMPORT_META_PREFIX", "ORDERED_BY", "ArchiveLoader", "ArchiveSnapshot", "Column",
+           "archive_embedding_jobs", "catalogue_columns", "check_value", "key_names", "quote",
+           "taken", "vector_differs"]
 
 # db_meta keys that belong to the store itself, not to what it remembers.
 OWN_META = ("schema_version", "embedder")
@@ -43,6 +47,10 @@ _NS_FILTERS: dict[str, str] = {
     "emb_members": "cluster_id IN (SELECT id FROM emb_clusters WHERE namespace = ?)",
     "emb_adjacency": "a IN (SELECT id FROM emb_clusters WHERE namespace = ?)",
 }
+# Columns that are a storage detail of every backend (the vector row's own id).
+_INTERNAL_COLUMNS: dict[str, tuple[str, ...]] = {"vectors": ("id",)}
+#: The archive order of the tables whose key is not their primary key.
+ORDERED_BY: dict[str, tuple[str, ...]] = {"vectors": ("space", "key")}
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,30 @@ class Column:
     notnull: bool
     json_default: str | None
     pk: int
+
+
+def catalogue_columns(
+    table: str, rows: Iterable[Sequence[Any]], *, affinity: Callable[[str], str],
+    json_default: Callable[[str], str | None],
+) -> list[Column]:
+    """The archived columns of ``table`` from a backend's catalogue rows.
+
+    Args:
+        table: the table.
+        rows: (name, declared type, not null, default expression, place in the primary
+            key) per column, in the table's column order.
+        affinity: the backend's declared type → ``integer``, ``real``, ``text`` or ``blob``.
+        json_default: the backend's default expression → ``[]``, ``{}`` or None.
+    """
+    skip = _INTERNAL_COLUMNS.get(table, ())
+    return [Column(str(name), affinity(str(declared or "")), bool(notnull),
+                   json_default(str(default or "")), int(pk or 0))
+            for name, declared, notnull, default, pk in rows if name not in skip]
+
+
+def key_names(cols: Sequence[Column]) -> list[str]:
+    """The primary key's columns, in key order."""
+    return [col.name for col in sorted(cols, key=lambda x: x.pk) if col.pk]
 
 
 def quote(name: str) -> str:
@@ -99,11 +131,29 @@ def _plain(value: Any) -> Any:
     return bytes(value) if isinstance(value, memoryview) else value
 
 
+def _meta(c: Any, key: str) -> str | None:
+    row = c.execute("SELECT value FROM db_meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def taken(table: str, ident: str) -> Conflict:
+    """The error of an archived row whose key (``ident``) holds a different row here."""
+    return Conflict(f"{table} row ({ident}) is taken by a different row in this store; ids "
+                    "are kept as they are in the archive, so import it into a fresh store "
+                    "(or one that does not hold these ids)")
+
+
+def vector_differs(space: str, key: int) -> Conflict:
+    """The error of an archived vector whose key holds another vector here."""
+    return Conflict(f"vector {space}/{key} differs from the archive's")
+
+
 class ArchiveSnapshot(ABC):
     """One consistent read of a store (or of one namespace of it), table by table.
 
     A backend's snapshot says which tables are derived, reads its column catalogue
-    (:meth:`_columns`), orders rows (:meth:`_order`) and streams them (:meth:`_stream`).
+    (:meth:`_columns`), orders rows by :meth:`_order_keys` in its own SQL
+    (:meth:`_order`) and streams them (:meth:`_stream`).
 
     Args:
         c: the connection, inside the backend's read transaction.
@@ -134,10 +184,13 @@ class ArchiveSnapshot(ABC):
             self._cols[table] = self._columns(table)
         return self._cols[table]
 
+    def _order_keys(self, table: str, cols: Sequence[Column]) -> Sequence[str]:
+        """The columns rows of ``table`` are archived in the order of (its key, mostly)."""
+        return ORDERED_BY.get(table) or key_names(cols)
+
     def meta(self, key: str) -> str | None:
         """One ``db_meta`` value as the snapshot sees it."""
-        row = self._c.execute("SELECT value FROM db_meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+        return _meta(self._c, key)
 
     def _where(self, table: str) -> tuple[str, list[Any]]:
         cols = {col.name for col in self._columns_of(table)}
@@ -196,8 +249,10 @@ class ArchiveLoader(ABC):
     """Rows into a store inside one write transaction (the backend's ``load``).
 
     A backend's loader reads its column catalogue (:meth:`_columns`), inserts one row
-    (:meth:`_insert`: False when its key is taken) and checks the references at the
-    end (:meth:`_finish_load`).
+    (:meth:`_insert`: False when its key is taken), stores a vector
+    (:meth:`_store_vector`), writes the full-text index rows of the new memories and
+    turns (:meth:`_index_memories`, :meth:`_index_turns`) and checks the references at
+    the end (:meth:`_finish_load`).
 
     Attributes:
         inserted: rows inserted per table.
@@ -233,6 +288,18 @@ class ArchiveLoader(ABC):
         """
 
     @abstractmethod
+    def _store_vector(self, space: str, key: int, vector: np.ndarray) -> None:
+        """Store one vector of a row this load inserted, in this transaction."""
+
+    @abstractmethod
+    def _index_memories(self, recs: Sequence[MemoryRecord]) -> None:
+        """Write the full-text index rows of these memories this load inserted."""
+
+    @abstractmethod
+    def _index_turns(self, turns: Sequence[tuple[int, str, str]]) -> None:
+        """Write the full-text index rows of these (id, speaker, text) turns."""
+
+    @abstractmethod
     def _finish_load(self) -> None:
         """What ends a load on this backend (reference checks, id sequences).
 
@@ -242,8 +309,7 @@ class ArchiveLoader(ABC):
 
     def meta(self, key: str) -> str | None:
         """One ``db_meta`` value as this transaction sees it."""
-        row = self.c.execute("SELECT value FROM db_meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
+        return _meta(self.c, key)
 
     def set_meta(self, key: str, value: str) -> None:
         """Write one ``db_meta`` value in this transaction."""
@@ -321,11 +387,12 @@ class ArchiveLoader(ABC):
             [row.get(k) for k in keys]).fetchone()
         wanted = tuple(row.get(n) for n in names)
         if found is None or tuple(_plain(v) for v in found) != wanted:
-            ident = ", ".join(f"{k}={row.get(k)!r}" for k in keys)
-            raise Conflict(f"{table} row ({ident}) is taken by a different row in this store; "
-                           "ids are kept as they are in the archive, so import it into a "
-                           "fresh store (or one that does not hold these ids)")
-        self.skipped[table] = self.skipped.get(table, 0) + 1
+            raise taken(table, ", ".join(f"{k}={row.get(k)!r}" for k in keys))
+        self._count_skipped(table, 1)
+
+    def _count_skipped(self, table: str, n: int) -> None:
+        """Count ``n`` rows of ``table`` skipped because identical rows were there."""
+        self.skipped[table] = self.skipped.get(table, 0) + n
 
     def _add_meta(self, row: Mapping[str, Any]) -> None:
         key, value = row.get("key"), row.get("value")
@@ -356,16 +423,20 @@ class ArchiveLoader(ABC):
                                (space, key)).fetchone()
         if found is not None:
             if bytes(found[0]) != blob:
-                raise Conflict(f"vector {space}/{key} differs from the archive's")
-            self.skipped["vectors"] = self.skipped.get("vectors", 0) + 1
+                raise vector_differs(space, key)
+            self._count_skipped("vectors", 1)
             return
         self.put_vector(space, key, vec)
 
     def put_vector(self, space: str, key: int, vector: np.ndarray) -> None:
         """Store one vector in this transaction."""
-        self.store._put_vector(self.c, space, key, vector)
-        self._new_vectors.add((space, key))
-        self.inserted["vectors"] = self.inserted.get("vectors", 0) + 1
+        self._store_vector(space, key, vector)
+        self._count_vectors([(space, key)])
+
+    def _count_vectors(self, keys: Sequence[tuple[str, int]]) -> None:
+        """Count vectors inserted by this load (``keys``: their (space, key))."""
+        self._new_vectors.update(keys)
+        self.inserted["vectors"] = self.inserted.get("vectors", 0) + len(keys)
 
     def is_new(self, space: str, key: int) -> bool:
         """Whether the memory or turn behind a vector key was inserted by this load."""
@@ -382,21 +453,19 @@ class ArchiveLoader(ABC):
         self._finish_load()
 
     def _index_new(self, memories: Sequence[int], turns: Sequence[int]) -> None:
-        """Write the full-text index rows of the memories and turns this load inserted."""
+        """Write the full-text index rows of the memories and turns this load inserted,
+        read back a chunk at a time."""
         step = self.store._chunk
         for start in range(0, len(memories), step):
             chunk = memories[start:start + step]
-            for r in self.c.execute(f"SELECT {MEMORY_COLUMNS} FROM memories "
-                                    f"WHERE id IN ({placeholders(len(chunk))})",
-                                    chunk).fetchall():
-                rec = memory_from_row(r)
-                self.store._index_memory(self.c, rec.id, rec)
+            rows = self.c.execute(f"SELECT {MEMORY_COLUMNS} FROM memories "
+                                  f"WHERE id IN ({placeholders(len(chunk))})", chunk).fetchall()
+            self._index_memories([memory_from_row(r) for r in rows])
         for start in range(0, len(turns), step):
             chunk = turns[start:start + step]
-            for tid, speaker, text in self.c.execute(
-                    f"SELECT id, speaker, text FROM turns "
-                    f"WHERE id IN ({placeholders(len(chunk))})", chunk).fetchall():
-                self.store._index_turn(self.c, int(tid), str(speaker), str(text))
+            rows = self.c.execute("SELECT id, speaker, text FROM turns "
+                                  f"WHERE id IN ({placeholders(len(chunk))})", chunk).fetchall()
+            self._index_turns([(int(t), str(s), str(x)) for t, s, x in rows])
 
 
 def archive_embedding_jobs(

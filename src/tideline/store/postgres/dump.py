@@ -20,28 +20,39 @@ import numpy as np
 import psycopg
 from psycopg import errors as pg_errors
 
-from tideline.errors import ArchiveInvalid, Conflict
-from tideline.store.dump import ArchiveLoader, ArchiveSnapshot, Column, quote
+from tideline.errors import ArchiveInvalid
+from tideline.store.dump import (
+    ArchiveLoader,
+    ArchiveSnapshot,
+    Column,
+    catalogue_columns,
+    key_names,
+    quote,
+    taken,
+    vector_differs,
+)
 from tideline.store.postgres.bulk import copy_index_rows, copy_vectors, deferred_indexes
 from tideline.store.postgres.connection import Conn, translate
 from tideline.store.postgres.schema import DERIVED_TABLES
-from tideline.store.rows import (
-    MEMORY_COLUMNS,
-    memory_from_row,
-    memory_index_text,
-    turn_index_text,
-)
+from tideline.store.rows import memory_index_text, turn_index_text
 
 if TYPE_CHECKING:
+    from tideline.models import MemoryRecord
     from tideline.store.postgres.store import PostgresStore
 
 __all__ = ["PostgresLoader", "PostgresSnapshot", "load", "snapshot"]
 
-_INTERNAL_COLUMNS: dict[str, tuple[str, ...]] = {"vectors": ("id",)}
-_ORDER: dict[str, tuple[str, ...]] = {"vectors": ("space", "key")}
 _BATCH = 5_000  # archived rows gathered per COPY
 _AFFINITY = {"bigint": "integer", "integer": "integer", "smallint": "integer",
              "double precision": "real", "real": "real", "text": "text", "bytea": "blob"}
+
+
+def _affinity(declared: str) -> str:
+    return _AFFINITY.get(declared, "blob")
+
+
+def _json_default(default: str) -> str | None:
+    return "[]" if default.startswith("'[]'") else "{}" if default.startswith("'{}'") else None
 
 
 def _columns(c: Conn, table: str) -> list[Column]:
@@ -53,17 +64,7 @@ def _columns(c: Conn, table: str) -> list[Column]:
         "AND d.adnum = a.attnum LEFT JOIN pg_index i ON i.indrelid = a.attrelid "
         "AND i.indisprimary WHERE a.attrelid = to_regclass(?) AND a.attnum > 0 "
         "AND NOT a.attisdropped ORDER BY a.attnum", (table,)).fetchall()
-    skip = _INTERNAL_COLUMNS.get(table, ())
-    out = []
-    for name, declared, notnull, default, pk in rows:
-        if name in skip:
-            continue
-        text = str(default or "")
-        json_default = "[]" if text.startswith("'[]'") else "{}" if text.startswith("'{}'") \
-            else None
-        out.append(Column(str(name), _AFFINITY.get(str(declared), "blob"), bool(notnull),
-                           json_default, int(pk or 0)))
-    return out
+    return catalogue_columns(table, rows, affinity=_affinity, json_default=_json_default)
 
 
 class PostgresSnapshot(ArchiveSnapshot):
@@ -80,8 +81,7 @@ class PostgresSnapshot(ArchiveSnapshot):
         return _columns(self._c, table)
 
     def _order(self, table: str, cols: Sequence[Column]) -> str:
-        keys = _ORDER.get(table) or tuple(
-            col.name for col in sorted(cols, key=lambda x: x.pk) if col.pk)
+        keys = self._order_keys(table, cols)
         text = {col.name for col in cols if col.affinity == "text"}
         return ", ".join(f"{quote(k)} COLLATE \"C\"" if k in text else quote(k)
                          for k in keys) or "1"
@@ -159,11 +159,9 @@ class PostgresLoader(ArchiveLoader):
         if len(self._vectors) >= _BATCH:
             self._flush_vectors()
 
-    def put_vector(self, space: str, key: int, vector: np.ndarray) -> None:
-        """Store one vector of a row this load inserted (gathered; ``COPY``-ed in batches)."""
+    def _store_vector(self, space: str, key: int, vector: np.ndarray) -> None:
+        """Gather one vector of a row this load inserted (``COPY``-ed in batches)."""
         self._puts.append((space, key, vector))
-        self._new_vectors.add((space, key))
-        self.inserted["vectors"] = self.inserted.get("vectors", 0) + 1
         if len(self._puts) >= _BATCH:
             self._flush_puts()
 
@@ -199,7 +197,7 @@ class PostgresLoader(ArchiveLoader):
         (table, names), rows = self._rows_of, self._rows
         self._rows = []
         cols = self._columns_of(table)
-        keys = [col.name for col in sorted(cols, key=lambda x: x.pk) if col.pk] or [names[0]]
+        keys = key_names(cols) or [names[0]]
         listed = ", ".join(map(quote, names))
         self.c.execute("DROP TABLE IF EXISTS tl_stage")
         self.c.execute(f"CREATE TEMP TABLE tl_stage ON COMMIT DROP AS SELECT {listed} "  # noqa: S608
@@ -216,16 +214,14 @@ class PostgresLoader(ArchiveLoader):
             raise ArchiveInvalid(f"{table}: {str(exc).strip()}") from None
         if len(added) < len(rows):
             same = " AND ".join(f"x.{quote(n)} IS NOT DISTINCT FROM s.{quote(n)}" for n in names)
-            taken = self.c.execute(
+            held = self.c.execute(
                 f"SELECT {', '.join(f's.{quote(k)}' for k in keys)} FROM tl_stage s "  # noqa: S608
                 f"WHERE NOT EXISTS (SELECT 1 FROM {quote(table)} x WHERE {same}) "
                 "LIMIT 1").fetchone()
-            if taken is not None:
-                ident = ", ".join(f"{k}={v!r}" for k, v in zip(keys, taken, strict=True))
-                raise Conflict(f"{table} row ({ident}) is taken by a different row in this "
-                               "store; ids are kept as they are in the archive, so import it "
-                               "into a fresh store (or one that does not hold these ids)")
-            self.skipped[table] = self.skipped.get(table, 0) + len(rows) - len(added)
+            if held is not None:
+                raise taken(table, ", ".join(f"{k}={v!r}"
+                                             for k, v in zip(keys, held, strict=True)))
+            self._count_skipped(table, len(rows) - len(added))
         if added:
             has_id = "id" in keys
             self._count_inserted(table, [r[keys.index("id")] if has_id else None
@@ -245,37 +241,27 @@ class PostgresLoader(ArchiveLoader):
             "INSERT INTO vectors (space, key, v) SELECT space, key, v FROM tl_stage_vectors "
             "ON CONFLICT (space, key) DO NOTHING RETURNING space, key").fetchall()
         if len(added) < len(rows):
-            taken = self.c.execute(
+            differs = self.c.execute(
                 "SELECT s.space, s.key FROM tl_stage_vectors s WHERE NOT EXISTS (SELECT 1 "
                 "FROM vectors x WHERE x.space = s.space AND x.key = s.key AND x.v = s.v) "
                 "LIMIT 1").fetchone()
-            if taken is not None:
-                raise Conflict(f"vector {taken[0]}/{taken[1]} differs from the archive's")
-            self.skipped["vectors"] = self.skipped.get("vectors", 0) + len(rows) - len(added)
-        self._new_vectors.update((str(s), int(k)) for s, k in added)
-        self.inserted["vectors"] = self.inserted.get("vectors", 0) + len(added)
+            if differs is not None:
+                raise vector_differs(differs[0], differs[1])
+            self._count_skipped("vectors", len(rows) - len(added))
+        self._count_vectors([(str(s), int(k)) for s, k in added])
 
     def _flush_puts(self) -> None:
         if self._puts:
             rows, self._puts = self._puts, []
             copy_vectors(self.c, rows)
 
-    def _index_new(self, memories: Sequence[int], turns: Sequence[int]) -> None:
-        """``COPY`` the index rows of the new memories and turns, a chunk at a time."""
-        step = self.store._chunk
-        for start in range(0, len(memories), step):
-            chunk = memories[start:start + step]
-            rows = self.c.execute(f"SELECT {MEMORY_COLUMNS} FROM memories "  # noqa: S608
-                                  "WHERE id = ANY(?)", (list(chunk),)).fetchall()
-            recs = [memory_from_row(r) for r in rows]
-            copy_index_rows(self.c, "memories_lex",
-                            [(rec.id, memory_index_text(rec)) for rec in recs])
-        for start in range(0, len(turns), step):
-            chunk = turns[start:start + step]
-            rows = self.c.execute("SELECT id, speaker, text FROM turns WHERE id = ANY(?)",
-                                  (list(chunk),)).fetchall()
-            copy_index_rows(self.c, "turns_lex", [(int(t), turn_index_text(str(s), str(x)))
-                                                  for t, s, x in rows])
+    def _index_memories(self, recs: Sequence[MemoryRecord]) -> None:
+        copy_index_rows(self.c, "memories_lex",
+                        [(rec.id, memory_index_text(rec)) for rec in recs])
+
+    def _index_turns(self, turns: Sequence[tuple[int, str, str]]) -> None:
+        copy_index_rows(self.c, "turns_lex",
+                        [(tid, turn_index_text(speaker, text)) for tid, speaker, text in turns])
 
     def finish(self) -> None:
         """Load what is gathered, index the new rows, check every reference.

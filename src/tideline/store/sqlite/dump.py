@@ -15,11 +15,20 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from tideline.errors import ArchiveInvalid
-from tideline.store.dump import IMPORT_META_PREFIX, ArchiveLoader, ArchiveSnapshot, Column
+from tideline.store.dump import (
+    IMPORT_META_PREFIX,
+    ArchiveLoader,
+    ArchiveSnapshot,
+    Column,
+    catalogue_columns,
+)
 from tideline.store.view import placeholders
 
 if TYPE_CHECKING:
+    from tideline.models import MemoryRecord
     from tideline.store.sqlite.store import SQLiteStore
 
 __all__ = ["DERIVED_TABLES", "IMPORT_META_PREFIX", "SQLiteLoader", "SQLiteSnapshot", "load",
@@ -28,9 +37,6 @@ __all__ = ["DERIVED_TABLES", "IMPORT_META_PREFIX", "SQLiteLoader", "SQLiteSnapsh
 # Rebuilt from the rows (or internal to one process), never archived.
 DERIVED_TABLES = frozenset({"vector_log", "vectors_staging", "sqlite_sequence",
                             "memories_fts", "memories_tri", "turns_fts", "turns_tri"})
-# Columns that are a storage detail of this backend (the vector row's own rowid).
-_INTERNAL_COLUMNS: dict[str, tuple[str, ...]] = {"vectors": ("id",)}
-_ORDER: dict[str, str] = {"vectors": "space, key"}
 
 
 def _affinity(declared: str) -> str:
@@ -44,18 +50,14 @@ def _affinity(declared: str) -> str:
     return "real"
 
 
+def _json_default(default: str) -> str | None:
+    return default.strip("'") if default in ("'[]'", "'{}'") else None
+
+
 def _columns(c: sqlite3.Connection, table: str) -> list[Column]:
     rows = c.execute("SELECT name, type, \"notnull\", dflt_value, pk "
                      "FROM pragma_table_info(?)", (table,)).fetchall()
-    skip = _INTERNAL_COLUMNS.get(table, ())
-    out = []
-    for name, declared, notnull, default, pk in rows:
-        if name in skip:
-            continue
-        json_default = default.strip("'") if default in ("'[]'", "'{}'") else None
-        out.append(Column(str(name), _affinity(str(declared or "")), bool(notnull),
-                           json_default, int(pk)))
-    return out
+    return catalogue_columns(table, rows, affinity=_affinity, json_default=_json_default)
 
 
 def tables_in(store: SQLiteStore) -> set[str]:
@@ -82,8 +84,7 @@ class SQLiteSnapshot(ArchiveSnapshot):
         return _columns(self._c, table)
 
     def _order(self, table: str, cols: Sequence[Column]) -> str:
-        keys = [col.name for col in sorted(cols, key=lambda x: x.pk) if col.pk]
-        return _ORDER.get(table) or (", ".join(keys) if keys else "rowid")
+        return ", ".join(self._order_keys(table, cols)) or "rowid"
 
     def _stream(self, table: str, sql: str, args: Sequence[Any]) -> Iterator[Sequence[Any]]:
         yield from self._c.execute(sql, args)
@@ -129,6 +130,17 @@ class SQLiteLoader(ArchiveLoader):
                 raise ArchiveInvalid(f"{table}: {text}") from None
             return False
         return True
+
+    def _store_vector(self, space: str, key: int, vector: np.ndarray) -> None:
+        self.store._put_vector(self.c, space, key, vector)
+
+    def _index_memories(self, recs: Sequence[MemoryRecord]) -> None:
+        for rec in recs:
+            self.store._index_memory(self.c, rec.id, rec)
+
+    def _index_turns(self, turns: Sequence[tuple[int, str, str]]) -> None:
+        for tid, speaker, text in turns:
+            self.store._index_turn(self.c, tid, speaker, text)
 
     def _finish_load(self) -> None:
         bad = self.c.execute("PRAGMA foreign_key_check").fetchall()

@@ -1,0 +1,89 @@
+"""Reads for people and tools beyond a record: a memory shown whole, the journal, the store.
+
+The facade's ``show``, ``events`` and ``introspect`` answer from here; the plain reads
+by id (a memory, raw turns) are the runtime's own (:meth:`tideline.runtime.Runtime.get`,
+:meth:`~tideline.runtime.Runtime.turns`). Every read answers only from the scopes the
+project may see: history versions, edges and linked turns of another project are
+left out, as if they did not exist.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from tideline.dynamics import retention
+from tideline.write.validate import clean_int, clean_list
+
+if TYPE_CHECKING:
+    from tideline.project import ProjectInfo
+    from tideline.runtime import Runtime
+
+__all__ = ["events", "introspect", "show"]
+
+#: How many older versions ``show`` walks back through ``supersedes``.
+HISTORY_DEPTH = 50
+
+
+def show(rt: Runtime, memory_id: int, *, scope: str | None = None) -> dict[str, Any]:
+    """A memory with its edges, version history, retention and linked raw turns.
+
+    Raises:
+        InvalidInput: not a positive integer id, or a malformed scope.
+        NotFound: no such memory in the project or ``global``.
+    """
+    visible = rt.visible(scope)
+    rec = rt.get(memory_id, scope=scope)
+    store = rt.store
+    history: list[dict[str, Any]] = []
+    cursor = rec.supersedes
+    while cursor is not None and len(history) < HISTORY_DEPTH:
+        found = store.get_memories([cursor])
+        if cursor not in found or found[cursor].scope not in visible:
+            break
+        history.append(found[cursor].to_dict())
+        cursor = found[cursor].supersedes
+    edges = store.edges_of([rec.id])
+    others = store.get_memories({e.src for e in edges} | {e.dst for e in edges})
+    seen = {mid for mid, r in others.items() if r.scope in visible}
+    out = rec.to_dict()
+    out["retention"] = round(retention(rec, time.time(), rt.config.dynamics), 4)
+    out["edges"] = [e.to_dict() for e in edges if e.src in seen and e.dst in seen]
+    out["history"] = history
+    out["turns"] = [t.to_dict() for t in rt.turns(rec.source_links, scope=scope)]
+    return out
+
+
+def events(rt: Runtime, *, kinds: Sequence[str] | None = None,
+           limit: int = 50) -> list[dict[str, Any]]:
+    """The journal, newest first.
+
+    Raises:
+        InvalidInput: ``limit`` is not an integer 1–10000 or a kind is malformed.
+    """
+    caps = rt.config.caps
+    wanted = None if kinds is None else list(clean_list(
+        kinds, "kinds", item_cap=caps.name_chars, count_cap=caps.limit))
+    return rt.store.events(kinds=wanted, limit=clean_int(limit, "limit", lo=1, hi=10_000))
+
+
+def introspect(rt: Runtime, project: ProjectInfo) -> dict[str, Any]:
+    """Store statistics, the current project (and how it was chosen) and the embedder."""
+    store, embedder = rt.store, rt.embedder
+    described = store.describe()
+    out = store.stats()
+    out.update({
+        "store": str(rt.config.home),
+        "database": described["database"],
+        "namespace": rt.config.namespace,
+        "project": rt.project,
+        "project_rule": project.rule,
+        "project_detection": project.to_dict(),
+        "scopes": store.scopes(),
+        "embedder": {"name": embedder.name, "marker": embedder.marker, "dim": embedder.dim,
+                     "profile": dataclasses.asdict(embedder.profile)},
+        "schema_version": described["schema_version"],
+    })
+    return out
