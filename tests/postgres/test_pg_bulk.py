@@ -60,18 +60,15 @@ def test_a_schema_4_store_moves_to_one_vector_column(tmp_path: Path, pg_url: str
                   ("m:default:global", 3, vecs[2].tobytes()))
     store = open_postgres(pg_url, tmp_path / "h", "default", MARKER)
     try:
-        assert store.db.schema_version() == SCHEMA_VERSION == 6
+        assert store.db.schema_version() == SCHEMA_VERSION == 5
         with psycopg.connect(pg_url) as raw:
             cols = raw.execute("SELECT attname, format_type(atttypid, atttypmod), attnotnull "
                                "FROM pg_attribute WHERE attrelid = 'vectors'::regclass AND "
                                "attnum > 0 AND NOT attisdropped ORDER BY attnum").fetchall()
         assert cols == [("id", "bigint", True), ("space", "text", True),
                         ("key", "bigint", True), ("v", "vector", True)]
-        indexes = dict(_indexes(pg_url))
-        assert "vectors_hnsw_3" not in indexes  # schema 6 built it again over halfvec
-        assert indexes["vectors_half_3"].endswith(
-            "USING hnsw (((l2_normalize(v))::halfvec(3)) halfvec_cosine_ops) WITH (m='16', "
-            "ef_construction='64') WHERE (vector_dims(v) = 3)")
+        assert dict(_indexes(pg_url))["vectors_hnsw_3"].endswith(
+            "USING hnsw (((v)::vector(3)) vector_cosine_ops) WHERE (vector_dims(v) = 3)")
         got = store._vectors_of([("m:default:global", k) for k in (1, 2, 3)], 3)
         assert {k: v.tobytes() for k, v in got.items()} == {
             k: v.tobytes() for k, v in zip((1, 2, 3), vecs, strict=True)}

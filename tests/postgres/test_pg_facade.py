@@ -16,7 +16,7 @@ from tideline.models import LexicalQuery, WriteResult
 def test_schema_version_and_marker_live_in_the_database(pg_mem: Memory, pg_url: str,
                                                         tmp_path: Path) -> None:
     info = pg_mem.introspect()
-    assert info["schema_version"] == 6 and info["database"].startswith("postgresql://")
+    assert info["schema_version"] == 5 and info["database"].startswith("postgresql://")
     assert pg_mem.store.backend == "postgresql"
     assert pg_mem.store.db.get_meta("embedder") == pg_mem.embedder.marker
     # Another host (another local directory) opening the same database sees it.

@@ -1,6 +1,6 @@
-"""A gated write on PostgreSQL in few statements, over the ``halfvec`` HNSW index of
-schema 6 (issue 11, "concurrent writes scaling past SQLite's single writer": reproducer
-``python -m tideline.bench writers --backend sqlite,postgres --writers 1,16``)."""
+"""A gated write on PostgreSQL in few statements (issue 11, "concurrent writes scaling
+past SQLite's single writer": reproducer ``python -m tideline.bench writers --backend
+sqlite,postgres --writers 1,16``)."""
 
 from __future__ import annotations
 
@@ -9,15 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import psycopg
 import pytest
 from tests.conftest import hashing
 
 from tideline import Memory
-from tideline.models import MemoryRecord
 from tideline.store.postgres import open_postgres
 from tideline.store.postgres.connection import Conn
-from tideline.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 from tideline.store.postgres.store import vector_text
 from tideline.store.postgres.vectors import PostgresVectorSpaces
 from tideline.store.postgres.writes import vector_param
@@ -102,8 +99,7 @@ def test_a_gated_write_sends_its_rows_in_one_statement(pg_mem: Memory,
 
 def test_vectors_sent_in_binary_read_back_exactly(pg_mem: Memory) -> None:
     """pgvector's binary input form carries every float32 as it is: extremes, subnormals
-    and signed zeros; a vector past ``halfvec``'s range is stored and indexed too (the
-    index scales each vector to unit length first)."""
+    and signed zeros."""
     rng = np.random.default_rng(3)
     vec = rng.standard_normal(pg_mem.embedder.dim).astype(np.float32)
     vec[:4] = [np.float32(1e-45), np.float32(-3.4e38), np.float32(-0.0), np.float32(7e4)]
@@ -115,80 +111,36 @@ def test_vectors_sent_in_binary_read_back_exactly(pg_mem: Memory) -> None:
     assert back == vec.tobytes()
 
 
-def _old_store(url: str, vecs: np.ndarray) -> None:
-    """A schema 5 store: the HNSW index over ``vector``, as schema 5 made it."""
-    with psycopg.connect(url, autocommit=True) as raw:
-        c = Conn(raw, writing=True)
-        for migration in MIGRATIONS[:5]:
-            migration(c)
-        c.execute("INSERT INTO db_meta(key, value) VALUES ('schema_version', '5'), "
-                  "('embedder', ?)", (MARKER,))
-        c.execute("CREATE INDEX vectors_hnsw_8 ON vectors USING hnsw ((v::vector(8)) "
-                  "vector_cosine_ops) WHERE vector_dims(v) = 8")
-        with raw.cursor().copy("COPY vectors(space, key, v) FROM STDIN") as cp:
-            for key, vec in enumerate(vecs, start=1):
-                cp.write_row(("m:default:global", key, vector_text(vec)))
-
-
-def test_a_schema_5_store_gets_the_halfvec_index_and_finds_the_same(pg_url: str,
-                                                                    tmp_path: Path) -> None:
-    """Schema 6 builds the ``halfvec`` index in place of schema 5's ``vector`` one; a
-    search through it returns the float32 cosines, and the nearest vector of a space too
-    large for an exact scan is the one an exact scan finds."""
+def test_the_gates_search_through_the_index_finds_the_nearest(pg_url: str,
+                                                              tmp_path: Path) -> None:
+    """In a space too large for an exact scan, the gate's one statement (neighbours and
+    their status) goes through the HNSW index with its own ``ef_search`` and finds the
+    nearest vector an exact scan finds, with the float32 cosines; a key no memory of
+    the namespace holds comes back without a status."""
     rng = np.random.default_rng(11)
     vecs = rng.standard_normal((1500, 8)).astype(np.float32)
-    _old_store(pg_url, vecs)
     store = open_postgres(pg_url, tmp_path / "h", "default", MARKER)
     try:
-        assert store.db.schema_version() == SCHEMA_VERSION == 6
-        with psycopg.connect(pg_url) as raw:
-            names = {str(n) for (n,) in raw.execute(
-                "SELECT indexname FROM pg_indexes WHERE tablename = 'vectors'").fetchall()}
-        assert "vectors_half_8" in names and "vectors_hnsw_8" not in names
+        spaces = PostgresVectorSpaces(store, 8, MARKER, exact_max=1000)
+        with store.db.bulk() as c:
+            with c.raw.cursor().copy("COPY vectors(space, key, v) FROM STDIN") as cp:
+                for key, vec in enumerate(vecs, start=1):
+                    cp.write_row(("m:default:global", key, vector_text(vec)))
         with store.db.write() as c:
             c.execute("ANALYZE vectors")
-        spaces = PostgresVectorSpaces(store, 8, MARKER, exact_max=1000)
         assert not spaces._exact("m:default:global")
         unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
         for q in vecs[:20] + rng.normal(0, 0.05, (20, 8)).astype(np.float32):
-            hits = spaces.search("m", ["global"], q, 5)
+            rows = spaces.gate_neighbours("default", "global", q, 4)
             cos = unit @ (q / np.linalg.norm(q))
-            assert max(hits, key=lambda key: hits[key]) == int(np.argmax(cos)) + 1
-            for key, sim in hits.items():
+            assert len(rows) == 4 and rows[0][0] == int(np.argmax(cos)) + 1
+            for key, sim, status in rows:
                 assert sim == pytest.approx(float(cos[key - 1]), abs=1e-5)
+                assert status is None  # vectors without memories
         text = vector_text(vecs[0])
         with store.db.read() as c:
             plan = " ".join(str(r[0]) for r in c.execute(
-                "EXPLAIN " + spaces._space_query(False), (text, "m:default:global", text, 5)))
-        assert "vectors_half_8" in plan
+                "EXPLAIN " + spaces._space_query(False), (text, "m:default:global", 5)))
+        assert "vectors_hnsw_8" in plan
     finally:
         store.close()
-
-
-def test_the_gate_searches_a_new_stores_one_scope_through_the_index(
-        pg_url: str, tmp_path: Path) -> None:
-    """Before the first analyze the planner has no row estimate, and the gate searched
-    every space of up to 20,000 vectors exactly (~1 µs a row, on every write); it now
-    counts the vectors: a scope that is all of the index goes through it, and the near
-    duplicate just written is still the one found."""
-    with Memory.open(tmp_path / "a", database=pg_url, embedder=hashing(),
-                     project="global") as mem:
-        texts = [f"note {i}: the {w} crosses the {v} at {i % 24} o'clock"
-                 for i, (w, v) in enumerate(zip(["heron", "otter", "comet", "ferry"] * 300,
-                                                ["river", "marsh", "harbour", "bridge"] * 300,
-                                                strict=True))]
-        vecs = mem.embedder.embed_passages(texts)
-        recs = [MemoryRecord(id=0, scope="global", kind="fact", gesture=t, weight=0.3,
-                             stability=7.0, last_access=1.0, recorded_at=1.0, updated_at=1.0)
-                for t in texts]
-        with mem.store.db.write() as c:  # never analyzed while the test runs
-            c.execute("ALTER TABLE vectors SET (autovacuum_enabled = false)")
-        with mem.store.transaction() as c:
-            mem.store.insert_memories(c, recs, list(vecs))
-        spaces = mem.vectors
-        assert isinstance(spaces, PostgresVectorSpaces)
-        space = mem.store.space("m", "global")
-        assert spaces._exact(space) and not spaces._gate_exact(space)
-        first = mem.remember("the lighthouse keeper logs the tide at dawn")
-        again = mem.remember("The lighthouse keeper logs the tide at dawn.")
-        assert (first.decision, again.decision, again.id) == ("new", "potentiate", first.id)

@@ -20,12 +20,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tideline.recall.vector_index import centroid_of
-from tideline.store.postgres.schema import (
-    HNSW_MAX_DIM,
-    ann_order,
-    ensure_vector_index,
-    vector_index_name,
-)
+from tideline.store.postgres.schema import HNSW_MAX_DIM, ensure_vector_index
 from tideline.store.postgres.store import vector_text
 
 if TYPE_CHECKING:
@@ -80,15 +75,11 @@ class PostgresVectorSpaces:
     def _space_query(self, exact: bool) -> str:
         # The expression and predicate match the partial index of this dimension; adding
         # 0 to the distance keeps the planner from the index (an exact scan of the space,
-        # its rows found through the (space, key) b-tree, sorted by distance). An index
-        # scan orders by the indexed halfvec distance and returns the float32 one.
+        # its rows found through the (space, key) b-tree, sorted by distance).
         d = self.dim
-        dist = f"(v::vector({d}) <=> ?::vector({d}))"
-        if exact:
-            return (f"SELECT key, {dist} + 0 AS distance FROM vectors WHERE space = ? "  # noqa: S608
-                    f"AND vector_dims(v) = {d} ORDER BY distance LIMIT ?")
+        dist = f"(v::vector({d}) <=> ?::vector({d}))" + (" + 0" if exact else "")
         return (f"SELECT key, {dist} AS distance FROM vectors WHERE space = ? "  # noqa: S608
-                f"AND vector_dims(v) = {d} ORDER BY {ann_order(d, '?')} LIMIT ?")
+                f"AND vector_dims(v) = {d} ORDER BY distance LIMIT ?")
 
     def _exact(self, space: str) -> bool:
         """Whether to search a space exactly: a small space that is not most of the index
@@ -134,8 +125,8 @@ class PostgresVectorSpaces:
         parts = [f"(SELECT ?::text AS space, found.* FROM ({self._space_query(exact)}) "  # noqa: S608
                  "AS found)" for _space, exact in plans]
         args: list[object] = []
-        for space, exact in plans:
-            args += [space, text, space, k] if exact else [space, text, space, text, k]
+        for space, _exact in plans:
+            args += [space, text, space, k]
         sql = " UNION ALL ".join(parts)
         with self.store.db.read() as c:
             if not all(exact for _space, exact in plans):
@@ -156,39 +147,11 @@ class PostgresVectorSpaces:
         if k <= 0 or q.shape[0] != self.dim or not np.isfinite(q).all() or not q.any():
             return []
         space = self.store.space("m", scope)
-        exact = self._gate_exact(space)
+        exact = self._exact(space)
         rows = self._gate_run(namespace, space, q, k, exact)
         if not exact and len(rows) < k:
             rows = self._gate_run(namespace, space, q, k, True)
         return rows
-
-    def _gate_exact(self, space: str) -> bool:
-        """Whether the gate searches a space exactly: as :meth:`_exact`, except that before
-        the table's first analyze (no planner estimate) the space's share is judged
-        against all vectors counted (up to twice ``exact_max``), not taken as small — a
-        new store's one scope is all of the index, and an exact scan of it costs ~1 µs
-        a row on every write."""
-        if not self.indexed:
-            return True
-        n, total = self._size(space)
-        if total <= 0 and _ALWAYS_EXACT < n <= self.exact_max:
-            total = self._all_vectors()
-        return n <= _ALWAYS_EXACT or (n <= self.exact_max
-                                      and (total <= 0 or n < _INDEX_SHARE * total))
-
-    def _all_vectors(self) -> int:
-        """Every space's vectors, counted up to twice ``exact_max`` (cached a while)."""
-        now = time.monotonic()
-        with self._lock:
-            cached = self._counts.get("")
-        if cached is not None and now - cached[0] < _COUNT_SECONDS:
-            return cached[1]
-        with self.store.db.read() as c:
-            n = int(c.execute("SELECT count(*) FROM (SELECT 1 FROM vectors LIMIT ?) AS held",
-                              (2 * self.exact_max + 1,)).fetchone()[0])
-        with self._lock:
-            self._counts[""] = (now, n)
-        return n
 
     def _gate_run(self, namespace: str, space: str, q: np.ndarray, k: int,
                   exact: bool) -> list[tuple[int, float, str | None]]:
@@ -198,7 +161,7 @@ class PostgresVectorSpaces:
             if not exact:
                 self._settings(c, max(GATE_EF_SEARCH, 2 * int(k)))
             vec = vector_param(c.raw, q)
-            args = (vec, space, k, namespace) if exact else (vec, space, vec, k, namespace)
+            args = (vec, space, k, namespace)
             rows = c.execute(gate_sql(self.dim, exact), args).fetchall()
         return [(int(key), 1.0 - float(d), None if status is None else str(status))
                 for key, d, status in rows]
@@ -284,7 +247,7 @@ class PostgresVectorSpaces:
         with self.store.db.write() as c:
             if self.indexed:
                 ensure_vector_index(c, self.dim)
-                c.execute(f"REINDEX INDEX {vector_index_name(self.dim)}")
+                c.execute(f"REINDEX INDEX vectors_hnsw_{self.dim}")
             spaces = [self.store.space(kind, scope) for scope in self.store.scopes()
                       for kind in ("m", "t")]
             rows = c.execute("SELECT space, count(*) FROM vectors WHERE space = ANY(?) "

@@ -33,7 +33,6 @@ from tideline.store.memories import (
     write_key_insert,
 )
 from tideline.store.postgres import lexical as pg_lexical
-from tideline.store.postgres.schema import ann_order
 from tideline.store.rows import PENDING_FLAG, memory_index_text
 
 if TYPE_CHECKING:
@@ -95,18 +94,15 @@ def vector_param(raw: psycopg.Connection[Any], vector: np.ndarray) -> VectorPara
 def gate_sql(dim: int, exact: bool) -> str:
     """The gate's search of one memory space: the top k (key, cosine distance, status) —
     the status NULL when no memory of the namespace has that id. Parameters: the query
-    vector (twice for an index scan), the space, k, the namespace.
+    vector, the space, k, the namespace.
 
-    The distance returned is the float32 one (the gate compares it with its
-    thresholds); an index scan orders by the indexed ``halfvec`` distance
-    (:func:`~tideline.store.postgres.schema.ann_order`), an exact scan by the float32
-    one (``+ 0`` keeps the planner from the index).
+    The expression and predicate of the distance match the HNSW index of the dimension;
+    ``+ 0`` keeps the planner from the index (an exact scan of the space).
     """
     d = int(dim)
-    dist = f"(v::vector({d}) <=> ?::vector({d}))"
-    order = "distance" if exact else ann_order(d, "?")
-    inner = (f"SELECT key, {dist}{' + 0' if exact else ''} AS distance FROM vectors "  # noqa: S608
-             f"WHERE space = ? AND vector_dims(v) = {d} ORDER BY {order} LIMIT ?")
+    dist = f"(v::vector({d}) <=> ?::vector({d})){' + 0' if exact else ''}"
+    inner = (f"SELECT key, {dist} AS distance FROM vectors WHERE space = ? "  # noqa: S608
+             f"AND vector_dims(v) = {d} ORDER BY distance LIMIT ?")
     return (f"SELECT n.key, n.distance, m.status FROM ({inner}) AS n "  # noqa: S608
             "LEFT JOIN memories m ON m.id = n.key AND m.namespace = ? ORDER BY n.distance")
 

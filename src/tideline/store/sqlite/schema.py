@@ -340,16 +340,8 @@ def _m005_one_vector(db: sqlite3.Connection) -> None:
     del db
 
 
-def _m006_half_index(db: sqlite3.Connection) -> None:
-    """Nothing here: schema 6 builds PostgreSQL's HNSW index over ``halfvec`` (an index,
-    no row changes). The version moves with it, so an archive's schema version means the
-    same on both backends."""
-    del db
-
-
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_core, _m002_cognition, _m003_sleep, _m004_turn_identity, _m005_one_vector,
-    _m006_half_index,
 ]
 #: The schema version this Tideline writes: one per migration.
 SCHEMA_VERSION = len(MIGRATIONS)
