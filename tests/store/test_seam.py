@@ -208,7 +208,9 @@ def test_backends_keep_only_what_differs() -> None:
 #: Shared methods PostgreSQL overrides because its bulk path does something else, not a
 #: copy: its archive loader gathers rows and vectors into ``COPY`` batches (every method
 #: that reads the store or writes db_meta flushes them first, then calls the shared one),
-#: and its store loads memories through ``COPY`` with the derived indexes built at the end.
+#: and its store loads memories through ``COPY`` with the derived indexes built at the end;
+#: a gated write is one statement of the same rows (``record_gated``, the shared SQL
+#: fragments), and the gate's search reads the neighbours' status in the same statement.
 #: (Storing a re-embedded vector and writing the new rows' index rows are hooks of the
 #: shared loader, ``_store_vector`` and ``_index_memories``/``_index_turns``, not overrides.)
 _DIFFERS_BY_DESIGN = {
@@ -216,6 +218,7 @@ _DIFFERS_BY_DESIGN = {
     "PostgresLoader._add_meta", "PostgresLoader.meta", "PostgresLoader.set_meta",
     "PostgresLoader.is_new", "PostgresLoader.finish",
     "PostgresStore.bulk_load", "PostgresStore.insert_memories",
+    "PostgresStore.record_gated", "PostgresStore.nearest_live",
 }
 
 

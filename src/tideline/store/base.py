@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -23,7 +24,35 @@ if TYPE_CHECKING:
     from tideline.store.agent import AgentReader
 
 __all__ = ["ArchiveLoader", "ArchiveSnapshot", "ArchiveStore", "Connection", "Database",
-           "Store", "VectorSearch", "ViewHost", "WriteRows"]
+           "GatedWrite", "Store", "VectorSearch", "ViewHost", "WriteRows"]
+
+
+@dataclass(frozen=True)
+class GatedWrite:
+    """What one write the novelty gate judged leaves in the store (see
+    :meth:`WriteRows.record_gated`).
+
+    Attributes:
+        rec: the new memory (``new``, ``link``), or the potentiated one as merged (its id).
+        vector: the new memory's embedding (None: its vector is pending).
+        decision: ``new``, ``link`` (an edge to ``nearest``) or ``potentiate``.
+        similarity: cosine to ``nearest`` (the link's weight, rounded to 4 places).
+        nearest: the gate's neighbour, if any.
+        key: the idempotency key.
+        refresh_key: replace an older outcome of the key (a derived key).
+        event: the journal entry's data (kind ``write``).
+        now: the write's time.
+    """
+
+    rec: MemoryRecord
+    vector: np.ndarray | None
+    decision: str
+    similarity: float
+    nearest: int | None
+    key: str
+    refresh_key: bool
+    event: dict[str, Any]
+    now: float
 
 
 class Connection(Protocol):
@@ -135,6 +164,16 @@ class WriteRows(Protocol):
 
     def insert_memory(self, c: Any, rec: MemoryRecord, vector: np.ndarray | None) -> int:
         """Insert a memory with its index rows (and vector, or mark it pending)."""
+
+    def record_gated(self, c: Any, write: GatedWrite) -> int:
+        """Store what the gate decided, inside ``c``: the new memory (its index rows, vector
+        and a link's edge) or the potentiated one, the key's outcome and the journal
+        entry; returns the memory's id."""
+
+    def nearest_live(self, vectors: VectorSearch, scope: str, vector: np.ndarray,
+                     k: int) -> tuple[int | None, float]:
+        """The gate's neighbour: the nearest of the ``k`` nearest memories of ``scope``
+        not superseded, and its cosine (``(None, 0.0)``: none)."""
 
     def bulk_load(self, expected: int = 0) -> AbstractContextManager[Any]:
         """One write transaction for a large load (of about ``expected`` rows) through

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from tideline.secrets import redact_json
 
-__all__ = ["QUIET_KINDS", "append_event", "change_marker", "changed_since_sleep"]
+__all__ = ["QUIET_KINDS", "append_event", "change_marker", "changed_since_sleep", "event_insert"]
 
 QUIET_KINDS = ("hook", "hook_error", "inject", "sleep", "sleep_skipped", "sleep_gate")
 """Journal kinds that are bookkeeping, not a change sleep has to consolidate."""
@@ -50,11 +50,36 @@ def append_event(
     Returns:
         The new event's id.
     """
-    cur = c.execute(
-        "INSERT INTO events(ts, namespace, kind, memory_id, data) VALUES (?,?,?,?,?) "
-        "RETURNING id",
-        (time.time() if now is None else now, namespace, kind, memory_id, redact_json(data)))
+    sql, params = event_insert(namespace, kind, data, memory_id=memory_id, now=now)
+    cur = c.execute(sql + " RETURNING id", params)
     return int(cur.fetchone()[0])
+
+
+def event_insert(
+    namespace: str, kind: str, data: dict[str, Any], *, memory_id: int | None = None,
+    now: float | None = None, memory_from: str | None = None,
+) -> tuple[str, tuple[Any, ...]]:
+    """The statement that appends one event (its data redacted) and its parameters, for a
+    caller that sends it as part of a larger statement (a data-modifying ``WITH``).
+
+    Args:
+        namespace: the namespace the event belongs to.
+        kind: the event kind.
+        data: the event's details (JSON-serialisable).
+        memory_id: the memory the event is about, if one.
+        now: the event time (default: now).
+        memory_from: instead of ``memory_id``, the name of a row source (a ``WITH``
+            query) whose ``id`` column is the memory's.
+
+    Returns:
+        The ``INSERT`` (no ``RETURNING``) and its parameters.
+    """
+    ts = time.time() if now is None else now
+    head = "INSERT INTO events(ts, namespace, kind, memory_id, data) "
+    if memory_from is not None:
+        return (f"{head}SELECT ?, ?, ?, id, ? FROM {memory_from}",
+                (ts, namespace, kind, redact_json(data)))
+    return f"{head}VALUES (?,?,?,?,?)", (ts, namespace, kind, memory_id, redact_json(data))
 
 
 def change_marker(c: Executes) -> str:

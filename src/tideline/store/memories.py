@@ -27,7 +27,75 @@ from tideline.store.view import placeholders
 if TYPE_CHECKING:
     import numpy as np
 
-__all__ = ["MemoryRows"]
+    from tideline.store.base import VectorSearch
+
+__all__ = ["MEMORY_INSERT", "MEMORY_UPDATE", "MemoryRows", "best_live", "memory_params",
+           "update_params", "write_key_insert"]
+
+#: A new memory row (its id from the identity); parameters: :func:`memory_params`.
+MEMORY_INSERT = (
+    "INSERT INTO memories(namespace, scope, kind, gesture, context, cognition_direction, "
+    "tags, entities_role, related_entities, source_links, importance, emotional, "
+    "recurrence, unresolved, weight, strength, stability, reinforcements, last_access, "
+    "status, version, supersedes, event_time, recorded_at, updated_at) "
+    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+#: Every mutable field of one memory written back; parameters: :func:`update_params`.
+MEMORY_UPDATE = (
+    "UPDATE memories SET kind=?, gesture=?, context=?, cognition_direction=?, tags=?, "
+    "entities_role=?, related_entities=?, source_links=?, importance=?, emotional=?, "
+    "recurrence=?, unresolved=?, weight=?, strength=?, stability=?, reinforcements=?, "
+    "last_access=?, status=?, version=?, event_time=?, updated_at=? "
+    "WHERE id = ? AND namespace = ?"
+)
+
+
+def memory_params(namespace: str, rec: MemoryRecord) -> tuple[Any, ...]:
+    """The parameters of :data:`MEMORY_INSERT` for ``rec`` in ``namespace``."""
+    return (
+        namespace, rec.scope, rec.kind, rec.gesture, rec.context,
+        rec.cognition_direction, json_list(rec.tags), rec.entities_role,
+        json_list(rec.related_entities), json_list(rec.source_links), rec.importance,
+        rec.emotional, rec.recurrence, rec.unresolved, rec.weight, rec.strength,
+        rec.stability, rec.reinforcements, rec.last_access, rec.status, rec.version,
+        rec.supersedes, rec.event_time, rec.recorded_at, rec.updated_at,
+    )
+
+
+def write_key_insert(*, refresh: bool, memory_from: str | None = None) -> str:
+    """The statement recording an idempotency key's outcome; parameters: namespace, key,
+    memory id, decision, similarity, nearest, time (``memory_from``: instead of the id,
+    the name of a row source whose ``id`` column is the memory's; ``refresh``: replace
+    an older outcome of the key)."""
+    action = ("DO UPDATE SET memory_id = excluded.memory_id, decision = excluded.decision, "
+              "similarity = excluded.similarity, nearest = excluded.nearest, "
+              "created_at = excluded.created_at") if refresh else "DO NOTHING"
+    head = "INSERT INTO write_keys(namespace, key, memory_id, decision, similarity, nearest, "
+    if memory_from is not None:
+        return (f"{head}created_at) SELECT ?, ?, id, ?, ?, ?, ? FROM {memory_from} "
+                f"ON CONFLICT (namespace, key) {action}")
+    return f"{head}created_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT (namespace, key) {action}"
+
+
+def best_live(hits: Iterable[tuple[int, float, str | None]]) -> tuple[int | None, float]:
+    """The nearest of (key, cosine, status) hits whose memory exists (status not None)
+    and is not superseded; the first of equals in the hits' order."""
+    ranked = sorted(((key, sim) for key, sim, status in hits
+                     if status is not None and status != "superseded"), key=lambda kv: -kv[1])
+    if not ranked:
+        return None, 0.0
+    return ranked[0][0], float(ranked[0][1])
+
+
+def update_params(namespace: str, rec: MemoryRecord) -> tuple[Any, ...]:
+    """The parameters of :data:`MEMORY_UPDATE` for ``rec`` (same id) in ``namespace``."""
+    return (
+        rec.kind, rec.gesture, rec.context, rec.cognition_direction, json_list(rec.tags),
+        rec.entities_role, json_list(rec.related_entities), json_list(rec.source_links),
+        rec.importance, rec.emotional, rec.recurrence, rec.unresolved, rec.weight,
+        rec.strength, rec.stability, rec.reinforcements, rec.last_access, rec.status,
+        rec.version, rec.event_time, rec.updated_at, rec.id, namespace,
+    )
 
 # The orders list_memories accepts (anything else falls back to the first).
 _ORDERS = ("recorded_at DESC", "weight DESC", "id ASC", "last_access DESC")
@@ -65,21 +133,8 @@ class MemoryRows(BackendRows):
     def insert_memory(self, c: Any, rec: MemoryRecord, vector: np.ndarray | None) -> int:
         """Insert a memory with its index rows inside the caller's transaction (its
         vector, or the pending mark when the embedder gave none)."""
-        row = c.execute(
-            "INSERT INTO memories(namespace, scope, kind, gesture, context, cognition_direction, "
-            "tags, entities_role, related_entities, source_links, importance, emotional, "
-            "recurrence, unresolved, weight, strength, stability, reinforcements, last_access, "
-            "status, version, supersedes, event_time, recorded_at, updated_at) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) RETURNING id",
-            (
-                self.namespace, rec.scope, rec.kind, rec.gesture, rec.context,
-                rec.cognition_direction, json_list(rec.tags), rec.entities_role,
-                json_list(rec.related_entities), json_list(rec.source_links), rec.importance,
-                rec.emotional, rec.recurrence, rec.unresolved, rec.weight, rec.strength,
-                rec.stability, rec.reinforcements, rec.last_access, rec.status, rec.version,
-                rec.supersedes, rec.event_time, rec.recorded_at, rec.updated_at,
-            ),
-        ).fetchone()
+        row = c.execute(MEMORY_INSERT + " RETURNING id",
+                        memory_params(self.namespace, rec)).fetchone()
         mid = int(row[0])
         self._index_memory(c, mid, rec)
         if vector is not None:
@@ -103,20 +158,7 @@ class MemoryRows(BackendRows):
 
     def update_memory(self, c: Any, rec: MemoryRecord) -> None:
         """Write back every mutable field of ``rec`` (same id) and refresh its index rows."""
-        c.execute(
-            "UPDATE memories SET kind=?, gesture=?, context=?, cognition_direction=?, tags=?, "
-            "entities_role=?, related_entities=?, source_links=?, importance=?, emotional=?, "
-            "recurrence=?, unresolved=?, weight=?, strength=?, stability=?, reinforcements=?, "
-            "last_access=?, status=?, version=?, event_time=?, updated_at=? "
-            "WHERE id = ? AND namespace = ?",
-            (
-                rec.kind, rec.gesture, rec.context, rec.cognition_direction, json_list(rec.tags),
-                rec.entities_role, json_list(rec.related_entities), json_list(rec.source_links),
-                rec.importance, rec.emotional, rec.recurrence, rec.unresolved, rec.weight,
-                rec.strength, rec.stability, rec.reinforcements, rec.last_access, rec.status,
-                rec.version, rec.event_time, rec.updated_at, rec.id, self.namespace,
-            ),
-        )
+        c.execute(MEMORY_UPDATE, update_params(self.namespace, rec))
         self._index_memory(c, rec.id, rec)
 
     def set_status(self, c: Any, mid: int, status: str, now: float) -> None:
@@ -155,14 +197,19 @@ class MemoryRows(BackendRows):
         nearest: int | None, now: float, *, refresh: bool = False,
     ) -> None:
         """Remember the outcome of an idempotency key (``refresh``: replace an older one)."""
-        action = ("DO UPDATE SET memory_id = excluded.memory_id, decision = excluded.decision, "
-                  "similarity = excluded.similarity, nearest = excluded.nearest, "
-                  "created_at = excluded.created_at") if refresh else "DO NOTHING"
-        c.execute(
-            "INSERT INTO write_keys(namespace, key, memory_id, decision, similarity, "
-            f"nearest, created_at) VALUES (?,?,?,?,?,?,?) ON CONFLICT (namespace, key) {action}",
-            (self.namespace, key, mid, decision, similarity, nearest, now),
-        )
+        c.execute(write_key_insert(refresh=refresh),
+                  (self.namespace, key, mid, decision, similarity, nearest, now))
+
+    def nearest_live(self, vectors: VectorSearch, scope: str, vector: np.ndarray,
+                     k: int) -> tuple[int | None, float]:
+        """The novelty gate's neighbour: of the ``k`` nearest memories of ``scope``, the
+        nearest one not superseded, and its cosine (``(None, 0.0)``: none)."""
+        hits = vectors.search("m", [scope], vector, k)
+        if not hits:
+            return None, 0.0
+        live = self.get_memories(hits)
+        return best_live((key, sim, live[key].status if key in live else None)
+                         for key, sim in hits.items())
 
     def delete_memory(self, c: Any, mid: int) -> MemoryRecord:
         """Really delete a memory: row, index rows, vector, edges, idempotency keys.

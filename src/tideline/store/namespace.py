@@ -18,6 +18,7 @@ from tideline.store.view import placeholders
 
 if TYPE_CHECKING:
     from tideline.store.agent import AgentReader
+    from tideline.store.base import GatedWrite
 
 __all__ = ["DF_CACHE_MIN", "DF_CACHE_SIZE", "NamespaceRows"]
 
@@ -74,6 +75,22 @@ class NamespaceRows(MemoryRows, TurnRows):
             return append_event(c, self.namespace, kind, data, memory_id=memory_id, now=now)
         with self.db.write() as conn:
             return append_event(conn, self.namespace, kind, data, memory_id=memory_id, now=now)
+
+    def record_gated(self, c: Any, write: GatedWrite) -> int:
+        """Store what the gate decided, inside ``c`` (see
+        :meth:`tideline.store.base.WriteRows.record_gated`); returns the memory's id."""
+        if write.decision == "potentiate":
+            self.update_memory(c, write.rec)
+            mid = write.rec.id
+        else:
+            mid = self.insert_memory(c, write.rec, write.vector)
+            if write.decision == "link" and write.nearest is not None:
+                self.add_edge(c, mid, write.nearest, "related", round(write.similarity, 4),
+                              write.now)
+        self.record_write_key(c, write.key, mid, write.decision, write.similarity,
+                              write.nearest, write.now, refresh=write.refresh_key)
+        self.log_event(c, "write", write.event, memory_id=mid, now=write.now)
+        return mid
 
     def events(self, *, kinds: Sequence[str] | None = None, limit: int = 50,
                since: float | None = None) -> list[dict[str, Any]]:

@@ -41,7 +41,7 @@ from tideline.dynamics import reinforce
 from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
 from tideline.models import Decision, LexicalQuery, MemoryRecord, WriteResult, compute_weight
-from tideline.store.base import VectorSearch, WriteRows
+from tideline.store.base import GatedWrite, VectorSearch, WriteRows
 
 __all__ = [
     "PreparedWrite", "Writer", "gate_decision", "idempotency_key", "lexical_similarity",
@@ -52,6 +52,8 @@ LEXICAL_RELATED = 0.6
 """Word overlap (Jaccard) at which a write made without a vector links its neighbour."""
 FILL_AFTER_WRITE = 256
 """Pending vectors filled in after a write that embedded (the rest: the next ones)."""
+GATE_K = 4
+"""Neighbours the gate looks at: the nearest of them not superseded is the one judged."""
 
 
 def idempotency_key(namespace: str, rec: MemoryRecord, source: str) -> str:
@@ -211,30 +213,21 @@ class Writer:
                 # merging would lose the new detail, so keep both and link them.
                 decision, target = "link", None
         if decision == "potentiate" and target is not None:
-            merged = merge_into(reinforce(target, now, self.config.dynamics), rec)
-            self.store.update_memory(c, merged)
-            mid = merged.id
+            stored = merge_into(reinforce(target, now, self.config.dynamics), rec)
         else:
-            fresh = dataclasses.replace(rec, recorded_at=now, updated_at=now, last_access=now)
-            mid = self.store.insert_memory(c, fresh, prepared.vector)
-            if decision == "link" and nearest is not None:
-                self.store.add_edge(c, mid, nearest, "related", round(similarity, 4), now)
+            stored = dataclasses.replace(rec, recorded_at=now, updated_at=now, last_access=now)
+        pending = prepared.vector is None and not self.guard.full_text_only
         # A derived key is refreshed on every restatement, so the retry window runs from
         # the latest write of the content, not from the first one.
-        self.store.record_write_key(c, key, mid, decision, similarity, nearest, now,
-                                    refresh=not prepared.explicit_key)
-        self.store.log_event(
-            c, "write",
-            {"decision": decision, "similarity": round(similarity, 4), "nearest": nearest,
-             "scope": rec.scope, "kind": rec.kind, "source": prepared.source}
-            | ({"vector": "pending"} if prepared.vector is None
-               and not self.guard.full_text_only else {}),
-            memory_id=mid, now=now,
-        )
+        mid = self.store.record_gated(c, GatedWrite(
+            rec=stored, vector=prepared.vector, decision=decision, similarity=similarity,
+            nearest=nearest, key=key, refresh_key=not prepared.explicit_key,
+            event={"decision": decision, "similarity": round(similarity, 4),
+                   "nearest": nearest, "scope": rec.scope, "kind": rec.kind,
+                   "source": prepared.source} | ({"vector": "pending"} if pending else {}),
+            now=now))
         return WriteResult(id=mid, decision=decision, similarity=round(similarity, 4),
-                           nearest=nearest, scope=rec.scope,
-                           vector_pending=prepared.vector is None
-                           and not self.guard.full_text_only)
+                           nearest=nearest, scope=rec.scope, vector_pending=pending)
 
     def _lexical_nearest(self, rec: MemoryRecord) -> tuple[int | None, float]:
         """The live memory in scope whose words are nearest (1.0: the same text)."""
@@ -253,17 +246,7 @@ class Writer:
         return best
 
     def _nearest(self, scope: str, vector: np.ndarray) -> tuple[int | None, float]:
-        hits = self.vectors.search("m", [scope], vector, 4)
-        if not hits:
-            return None, 0.0
-        live = self.store.get_memories(hits)
-        ranked = sorted(
-            ((k, s) for k, s in hits.items() if k in live and live[k].status != "superseded"),
-            key=lambda kv: -kv[1],
-        )
-        if not ranked:
-            return None, 0.0
-        return ranked[0][0], float(ranked[0][1])
+        return self.store.nearest_live(self.vectors, scope, vector, GATE_K)
 
 
 _WORD = re.compile(r"[^\s,;!?()\[\]{}\"'«»“”„]+")

@@ -17,6 +17,8 @@ own (``tsvector``/``pg_trgm`` rows, pgvector columns, the locking reads).
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -24,6 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from tideline.models import LexicalQuery, MemoryRecord, Turn
+from tideline.store.memories import best_live
 from tideline.store.namespace import DF_CACHE_MIN as _DF_CACHE_MIN
 from tideline.store.namespace import DF_CACHE_SIZE as _DF_CACHE_SIZE
 from tideline.store.namespace import NamespaceRows
@@ -41,12 +44,15 @@ from tideline.store.rows import (
 
 if TYPE_CHECKING:
     from tideline.embed.base import Embedder, Vectors
+    from tideline.store.base import GatedWrite, VectorSearch
     from tideline.store.postgres.dump import PostgresLoader, PostgresSnapshot
     from tideline.store.postgres.vectors import PostgresVectorSpaces
 
 __all__ = ["PostgresStore"]
 
 _CHUNK = 1000
+# How long a pending-vector flag read by a write answers vectors_pending (seconds).
+_HINT_SECONDS = 1.0
 
 
 def vector_text(vector: np.ndarray) -> str:
@@ -91,6 +97,7 @@ class PostgresStore(TurnRows, NamespaceRows):
         self.db = Database(url, directory, retries=retries, lock_timeout_ms=lock_timeout_ms,
                            pool_size=pool_size)
         self._df_caches: dict[str, tuple[int, float, dict[str, int]]] = {}
+        self._hints = threading.local()
         self.directory = directory
         self.namespace = namespace
         self.marker = marker
@@ -176,7 +183,13 @@ class PostgresStore(TurnRows, NamespaceRows):
         return reembed(self, new, progress=progress)
 
     def vectors_pending(self) -> bool:
-        """Whether some row may lack its vector (one ``db_meta`` read)."""
+        """Whether some row may lack its vector: one ``db_meta`` read, or what this
+        thread's gated write just read of it (:meth:`record_gated`, a second at most)."""
+        seen = getattr(self._hints, "pending", None)
+        if seen is not None:
+            self._hints.pending = None
+            if time.monotonic() - seen[0] < _HINT_SECONDS:
+                return bool(seen[1])
         return self.db.get_meta(PENDING_FLAG) == "1"
 
     def fill_pending(
@@ -225,6 +238,28 @@ class PostgresStore(TurnRows, NamespaceRows):
             "ON CONFLICT (space, key) DO UPDATE SET v = excluded.v",
             (space, key, vector_text(arr)),
         )
+
+    def record_gated(self, c: Conn, write: GatedWrite) -> int:
+        """Store what the gate decided in one statement (see
+        :mod:`tideline.store.postgres.writes`); returns the memory's id."""
+        from tideline.store.postgres.writes import gated_statement
+
+        sql, args = gated_statement(c.raw, self.namespace, self.space("m", write.rec.scope),
+                                    write)
+        row = c.execute(sql, args).fetchone()
+        self._hints.pending = (time.monotonic(), row[1] == "1")
+        return int(row[0])
+
+    def nearest_live(self, vectors: VectorSearch, scope: str, vector: np.ndarray,
+                     k: int) -> tuple[int | None, float]:
+        """The gate's neighbour (see :meth:`MemoryRows.nearest_live`), the search and the
+        neighbours' status in one statement when ``vectors`` is this store's pgvector
+        search."""
+        from tideline.store.postgres.vectors import PostgresVectorSpaces
+
+        if not isinstance(vectors, PostgresVectorSpaces) or vectors.store is not self:
+            return super().nearest_live(vectors, scope, vector, k)
+        return best_live(vectors.gate_neighbours(self.namespace, scope, vector, k))
 
     def bulk_load(self, expected: int = 0) -> contextlib.AbstractContextManager[Conn]:
         """One transaction for a large load of about ``expected`` rows (see

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from tideline.store.postgres.connection import Conn
     from tideline.store.postgres.store import PostgresStore
 
-__all__ = ["PostgresVectorSpaces"]
+__all__ = ["GATE_EF_SEARCH", "PostgresVectorSpaces"]
 
 _CENTROID_SAMPLE = 4096
 _CENTROID_LEAST = 50
@@ -39,6 +39,8 @@ EXACT_MAX = 20_000
 #: rows costs the HNSW scan little recall.
 _INDEX_SHARE = 0.5
 _ALWAYS_EXACT = 1_000  # vectors: exact costs less than the HNSW scan and its settings
+#: HNSW candidates of the gate's search (pgvector's default; recall's is ``ef_search``).
+GATE_EF_SEARCH = 40
 # The hnsw.ef_search each pooled connection's session was given (see _settings).
 _SESSION_EF: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
 
@@ -130,6 +132,39 @@ class PostgresVectorSpaces:
             if not all(exact for _space, exact in plans):
                 self._settings(c, max(self.ef_search, 2 * int(k)))
             return [(str(s), int(key), float(d)) for s, key, d in c.execute(sql, args)]
+
+    def gate_neighbours(self, namespace: str, scope: str, query: np.ndarray,
+                        k: int) -> list[tuple[int, float, str | None]]:
+        """The novelty gate's search: the top ``k`` memories of one scope as (key, cosine,
+        status — None when ``namespace`` holds no such memory), nearest first.
+
+        The same plan as :meth:`search` (an exact scan of a small space, the HNSW index
+        of a large one, exact after all when the index yields fewer than ``k``), with
+        the neighbours' status read in the same statement and :data:`GATE_EF_SEARCH`
+        candidates: the gate judges only the nearest few.
+        """
+        q = np.asarray(query, dtype=np.float32).ravel()
+        if k <= 0 or q.shape[0] != self.dim or not np.isfinite(q).all() or not q.any():
+            return []
+        space = self.store.space("m", scope)
+        exact = self._exact(space)
+        rows = self._gate_run(namespace, space, q, k, exact)
+        if not exact and len(rows) < k:
+            rows = self._gate_run(namespace, space, q, k, True)
+        return rows
+
+    def _gate_run(self, namespace: str, space: str, q: np.ndarray, k: int,
+                  exact: bool) -> list[tuple[int, float, str | None]]:
+        from tideline.store.postgres.writes import gate_sql, vector_param
+
+        with self.store.db.read() as c:
+            if not exact:
+                self._settings(c, max(GATE_EF_SEARCH, 2 * int(k)))
+            vec = vector_param(c.raw, q)
+            args = (vec, space, k, namespace)
+            rows = c.execute(gate_sql(self.dim, exact), args).fetchall()
+        return [(int(key), 1.0 - float(d), None if status is None else str(status))
+                for key, d, status in rows]
 
     @staticmethod
     def _settings(c: Conn, ef: int) -> None:

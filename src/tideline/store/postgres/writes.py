@@ -1,0 +1,158 @@
+"""A gated write on PostgreSQL in few statements, and vectors sent in pgvector's binary form.
+
+A gated write used to send one statement per row it leaves — the memory, its word and
+substring index row, its vector, a link's edge, the idempotency key, the journal entry
+— and two reads of ``db_meta`` and ``memories`` besides: 13–15 statements and as many
+trips through psycopg, most of a write's client CPU. Here what the gate decided is one
+statement of data-modifying ``WITH`` queries (:func:`gated_statement`): every row goes
+in at once, the foreign keys are checked at its end (the new memory is visible to them
+by then), and the statement also reads the pending-vector flag that the write path
+asks for right after (``vectors_pending``). The gate's own search reads the neighbours'
+status with them (:func:`gate_sql`), instead of a second query for their records.
+
+A vector parameter (:class:`VectorParam`) goes in pgvector's binary form — a 16-bit
+dimension count, 16 unused bits, big-endian float32s — rather than its text form, which
+printed 384 floats (``repr`` each) on the client and parsed them on the server.
+"""
+
+from __future__ import annotations
+
+import struct
+import weakref
+from typing import TYPE_CHECKING, Any
+
+from psycopg.adapt import Dumper
+from psycopg.pq import Format
+
+from tideline.store.events import event_insert
+from tideline.store.memories import (
+    MEMORY_INSERT,
+    MEMORY_UPDATE,
+    memory_params,
+    update_params,
+    write_key_insert,
+)
+from tideline.store.postgres import lexical as pg_lexical
+from tideline.store.rows import PENDING_FLAG, memory_index_text
+
+if TYPE_CHECKING:
+    import numpy as np
+    import psycopg
+
+    from tideline.store.base import GatedWrite
+
+__all__ = ["VectorParam", "gate_sql", "gated_statement", "vector_param"]
+
+_EDGE = ("INSERT INTO edges(src, dst, type, weight, created_at, updated_at) "
+         "SELECT id, ?, 'related', ?, ?, ? FROM m")
+_LEX = ("INSERT INTO memories_lex(id, words, subs) SELECT id, ?::tsvector, ? FROM {src} "
+        "ON CONFLICT (id) DO UPDATE SET words = excluded.words, subs = excluded.subs")
+_VECTOR = ("INSERT INTO vectors(space, key, v) SELECT ?, id, ?::vector FROM m "
+           "ON CONFLICT (space, key) DO UPDATE SET v = excluded.v")
+_PENDING = ("INSERT INTO db_meta(key, value) VALUES (?, '1') "
+            "ON CONFLICT (key) DO UPDATE SET value = '1'")
+_FLAG = "(SELECT value FROM db_meta WHERE key = ?)"
+
+
+class VectorParam:
+    """A float32 vector as a statement parameter, sent in pgvector's binary form.
+
+    Args:
+        vector: the values (any float array; sent as float32).
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self, vector: np.ndarray) -> None:
+        import numpy as np
+
+        arr = np.ascontiguousarray(vector, dtype=">f4").ravel()
+        self.data = struct.pack("!HH", arr.size, 0) + arr.tobytes()
+
+
+class _VectorParamDumper(Dumper):
+    """Binary, with no type oid: the server takes the type from the ``?::vector`` cast."""
+
+    format = Format.BINARY
+
+    def dump(self, obj: Any) -> bytes:
+        return bytes(obj.data)
+
+
+_READY: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def vector_param(raw: psycopg.Connection[Any], vector: np.ndarray) -> VectorParam:
+    """``vector`` as a binary parameter for a statement on ``raw`` (whose adapters learn
+    the form once)."""
+    if raw not in _READY:
+        raw.adapters.register_dumper(VectorParam, _VectorParamDumper)
+        _READY.add(raw)
+    return VectorParam(vector)
+
+
+def gate_sql(dim: int, exact: bool) -> str:
+    """The gate's search of one memory space: the top k (key, cosine distance, status) —
+    the status NULL when no memory of the namespace has that id. Parameters: the query
+    vector, the space, k, the namespace.
+
+    The expression and predicate of the distance match the HNSW index of the dimension;
+    ``+ 0`` keeps the planner from the index (an exact scan of the space).
+    """
+    d = int(dim)
+    dist = f"(v::vector({d}) <=> ?::vector({d})){' + 0' if exact else ''}"
+    inner = (f"SELECT key, {dist} AS distance FROM vectors WHERE space = ? "  # noqa: S608
+             f"AND vector_dims(v) = {d} ORDER BY distance LIMIT ?")
+    return (f"SELECT n.key, n.distance, m.status FROM ({inner}) AS n "  # noqa: S608
+            "LEFT JOIN memories m ON m.id = n.key AND m.namespace = ? ORDER BY n.distance")
+
+
+def gated_statement(raw: psycopg.Connection[Any], namespace: str, space: str,
+                    write: GatedWrite) -> tuple[str, tuple[Any, ...]]:
+    """One statement that stores what the gate decided (see the module's docstring).
+
+    Its one result row: the memory's id and the ``db_meta`` pending-vector flag (NULL:
+    not set) as it was before the statement.
+
+    Args:
+        raw: the connection the statement goes to (for the vector's binary form).
+        namespace: the store's namespace.
+        space: the vector space of the memory's scope.
+        write: what the gate decided.
+
+    Returns:
+        The SQL (``?`` placeholders) and its parameters.
+    """
+    rec = write.rec
+    body = memory_index_text(rec)
+    lex = (pg_lexical.words_vector(body), pg_lexical.substring_text(body))
+    key = (namespace, write.key)
+    outcome = (write.decision, write.similarity, write.nearest, write.now)
+    refresh = write.refresh_key
+    if write.decision == "potentiate":
+        event_sql, event_args = event_insert(namespace, "write", write.event,
+                                             memory_id=rec.id, now=write.now)
+        sql = (f"WITH m AS ({MEMORY_UPDATE} RETURNING id), "
+               f"l AS ({_LEX.format(src='m')}), "
+               f"k AS ({write_key_insert(refresh=refresh)}), e AS ({event_sql}) "
+               f"SELECT ?::bigint, {_FLAG}")
+        return sql, (*update_params(namespace, rec), *lex, *key, rec.id, *outcome,
+                     *event_args, rec.id, PENDING_FLAG)
+    event_sql, event_args = event_insert(namespace, "write", write.event, now=write.now,
+                                         memory_from="m")
+    parts = [f"m AS ({MEMORY_INSERT} RETURNING id)", f"l AS ({_LEX.format(src='m')})"]
+    args: list[Any] = [*memory_params(namespace, rec), *lex]
+    if write.vector is not None:
+        parts.append(f"v AS ({_VECTOR})")
+        args += [space, vector_param(raw, write.vector)]
+    else:
+        parts.append(f"p AS ({_PENDING})")
+        args.append(PENDING_FLAG)
+    if write.decision == "link" and write.nearest is not None:
+        parts.append(f"r AS ({_EDGE})")
+        args += [write.nearest, round(write.similarity, 4), write.now, write.now]
+    parts.append(f"k AS ({write_key_insert(refresh=refresh, memory_from='m')})")
+    args += [*key, *outcome]
+    parts.append(f"e AS ({event_sql})")
+    args += [*event_args, PENDING_FLAG]
+    return f"WITH {', '.join(parts)} SELECT id, {_FLAG} FROM m", tuple(args)

@@ -1,0 +1,146 @@
+"""A gated write on PostgreSQL in few statements (issue 11, "concurrent writes scaling
+past SQLite's single writer": reproducer ``python -m tideline.bench writers --backend
+sqlite,postgres --writers 1,16``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from tests.conftest import hashing
+
+from tideline import Memory
+from tideline.store.postgres import open_postgres
+from tideline.store.postgres.connection import Conn
+from tideline.store.postgres.store import vector_text
+from tideline.store.postgres.vectors import PostgresVectorSpaces
+from tideline.store.postgres.writes import vector_param
+
+MARKER = "hashing:hashing-v1/8"
+_WRITES = [
+    ("the lighthouse keeper logs the tide at dawn", None),
+    ("The lighthouse keeper logs the tide at dawn.", None),  # the same: potentiate
+    ("the lighthouse keeper logs the tide at dawn on pier 17", None),  # a detail: link
+    ("the heron nests on the north marsh", "k-heron"),
+    ("the heron nests on the north marsh", "k-heron"),  # the same key: a replay
+    ("kiln firing schedule moves to thursdays", None),
+]
+
+
+def _rows(mem: Memory) -> dict[str, Any]:
+    """What the writes left, without ids and times (they differ between stores)."""
+    with mem.store.db.read() as c:
+        memories = c.execute("SELECT gesture, kind, status, reinforcements, tags, version "
+                             "FROM memories ORDER BY id").fetchall()
+        edges = c.execute("SELECT a.gesture, b.gesture, e.type, e.weight FROM edges e "
+                          "JOIN memories a ON a.id = e.src JOIN memories b ON b.id = e.dst "
+                          "ORDER BY 1, 2").fetchall()
+        keys = c.execute("SELECT k.decision, round(k.similarity * 1000), m.gesture "
+                         "FROM write_keys k JOIN memories m ON m.id = k.memory_id "
+                         "ORDER BY k.created_at, m.gesture").fetchall()
+        events = [json.loads(d) for (d,) in c.execute(
+            "SELECT data FROM events WHERE kind = 'write' ORDER BY id").fetchall()]
+        vectors = c.execute("SELECT count(*) FROM vectors").fetchone()[0]
+    for e in events:
+        e["similarity"] = round(e["similarity"], 3)
+        e.pop("nearest")
+    return {"memories": [tuple(r) for r in memories], "edges": [tuple(r) for r in edges],
+            "keys": [(d, int(s), g) for d, s, g in keys], "events": events,
+            "vectors": int(vectors)}
+
+
+def test_gated_writes_leave_the_same_rows_on_both_backends(pg_url: str, tmp_path: Path) -> None:
+    """The one-statement write of PostgreSQL (memory, index rows, vector, link edge, key,
+    journal) leaves what SQLite's row-by-row write leaves, decision for decision."""
+    outcomes: dict[str, list[tuple[str, bool]]] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    for name, database in (("sqlite", None), ("postgres", pg_url)):
+        with Memory.open(tmp_path / name, database=database, embedder=hashing(),
+                         project="global") as mem:
+            outcomes[name] = [(r.decision, r.replayed) for r in
+                              (mem.remember(text, idempotency_key=key) for text, key in _WRITES)]
+            rows[name] = _rows(mem)
+    assert outcomes["postgres"] == outcomes["sqlite"] == [
+        ("new", False), ("potentiate", False), ("link", False), ("new", False),
+        ("new", True), ("new", False)]
+    assert rows["postgres"] == rows["sqlite"]
+    assert rows["postgres"]["edges"] and rows["postgres"]["vectors"] == 4
+
+
+def test_a_gated_write_sends_its_rows_in_one_statement(pg_mem: Memory,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write that links: the key read, the gate's search (with the neighbours' status),
+    then BEGIN, the key's lock and re-read, the neighbour's lock, one statement for every
+    row, COMMIT — 8 statements (15 before: one per row, a second read of the neighbours'
+    records and a read of the pending-vector flag after commit)."""
+    pg_mem.remember("the lighthouse keeper logs the tide at dawn")
+    pg_mem.remember("the heron nests on the north marsh")
+    sent: list[str] = []
+    real = Conn.execute
+
+    def spy(self: Conn, sql: str, params: Any = ()) -> Any:
+        sent.append(sql)
+        return real(self, sql, params)
+
+    monkeypatch.setattr(Conn, "execute", spy)
+    before = pg_mem.store.statements_sent()
+    res = pg_mem.remember("the lighthouse keeper logs the tide at dawn on pier 17")
+    assert res.decision == "link"
+    assert pg_mem.store.statements_sent() - before == 8
+    inserts = [s for s in sent if "INSERT INTO" in s]
+    assert len(inserts) == 1
+    for table in ("memories", "memories_lex", "vectors", "edges", "write_keys", "events"):
+        assert f"INSERT INTO {table}(" in inserts[0], table
+    assert not any(s.startswith("SELECT value FROM db_meta") for s in sent)
+
+
+def test_vectors_sent_in_binary_read_back_exactly(pg_mem: Memory) -> None:
+    """pgvector's binary input form carries every float32 as it is: extremes, subnormals
+    and signed zeros."""
+    rng = np.random.default_rng(3)
+    vec = rng.standard_normal(pg_mem.embedder.dim).astype(np.float32)
+    vec[:4] = [np.float32(1e-45), np.float32(-3.4e38), np.float32(-0.0), np.float32(7e4)]
+    with pg_mem.store.db.write() as c:
+        c.execute("INSERT INTO vectors(space, key, v) VALUES ('m:default:global', 1, ?::vector)",
+                  (vector_param(c.raw, vec),))
+    with pg_mem.store.db.read() as c:
+        back = c.execute("SELECT v FROM vectors WHERE key = 1").fetchone()[0]
+    assert back == vec.tobytes()
+
+
+def test_the_gates_search_through_the_index_finds_the_nearest(pg_url: str,
+                                                              tmp_path: Path) -> None:
+    """In a space too large for an exact scan, the gate's one statement (neighbours and
+    their status) goes through the HNSW index with its own ``ef_search`` and finds the
+    nearest vector an exact scan finds, with the float32 cosines; a key no memory of
+    the namespace holds comes back without a status."""
+    rng = np.random.default_rng(11)
+    vecs = rng.standard_normal((1500, 8)).astype(np.float32)
+    store = open_postgres(pg_url, tmp_path / "h", "default", MARKER)
+    try:
+        spaces = PostgresVectorSpaces(store, 8, MARKER, exact_max=1000)
+        with store.db.bulk() as c:
+            with c.raw.cursor().copy("COPY vectors(space, key, v) FROM STDIN") as cp:
+                for key, vec in enumerate(vecs, start=1):
+                    cp.write_row(("m:default:global", key, vector_text(vec)))
+        with store.db.write() as c:
+            c.execute("ANALYZE vectors")
+        assert not spaces._exact("m:default:global")
+        unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+        for q in vecs[:20] + rng.normal(0, 0.05, (20, 8)).astype(np.float32):
+            rows = spaces.gate_neighbours("default", "global", q, 4)
+            cos = unit @ (q / np.linalg.norm(q))
+            assert len(rows) == 4 and rows[0][0] == int(np.argmax(cos)) + 1
+            for key, sim, status in rows:
+                assert sim == pytest.approx(float(cos[key - 1]), abs=1e-5)
+                assert status is None  # vectors without memories
+        text = vector_text(vecs[0])
+        with store.db.read() as c:
+            plan = " ".join(str(r[0]) for r in c.execute(
+                "EXPLAIN " + spaces._space_query(False), (text, "m:default:global", 5)))
+        assert "vectors_hnsw_8" in plan
+    finally:
+        store.close()
