@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from tests.backend import Backend
 from tests.conftest import hashing
 
+from tideline import Memory
 from tideline.config import Config
 from tideline.recall.sentences import MAX_SENTENCES, lifted_blend, sentence_cap, split
 
@@ -137,3 +138,21 @@ def test_a_store_without_sentence_vectors_ranks_as_before(store_dir: Path,
             texts.append([(i.text, i.score) for i in
                           mem.recall("harbour lighthouse lamp", log=False, limit=3).items])
     assert texts[0] == texts[1]
+
+
+def test_sentence_vectors_survive_an_archive_round_trip(tmp_path: Path, backend: Backend) -> None:
+    """An export of a store with sentence vectors used to be refused on import (a row of
+    four times the dimension: "vector s:…/1 has 1024 dimensions")."""
+    emb = hashing()
+    a, b = tmp_path / "a", tmp_path / "b"
+    with backend.open(a, embedder=emb, config=_config(a, 0.5)) as mem:
+        mem.add_turns(_turns(), source="chat")
+        mem.export(tmp_path / "a.jsonl")
+        before = mem.store.sentence_vectors(mem.store.session_turns("s1"), emb.dim)
+    with Memory.open(b, embedder=hashing(), config=_config(b, 0.5)) as dest:
+        dest.import_archive(tmp_path / "a.jsonl")
+        turns = dest.store.session_turns("s1")
+        after = dest.store.sentence_vectors(turns, emb.dim)
+        assert dest.doctor()["ok"]
+    assert [m.shape for m in after.values()] == [m.shape for m in before.values()] == [(4, emb.dim)]
+    assert np.allclose(next(iter(after.values())), next(iter(before.values())))
