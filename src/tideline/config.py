@@ -98,6 +98,12 @@ class RecallTuning:
     # A turn's relevance is lowered by question_discount times the share of its words
     # that sit in questions ("What got you into running?" asks; it tells nothing).
     question_discount: float = 0.3
+    # Sentence vectors (recall/sentences.py): with sentence_share > 0 an import also
+    # embeds each sentence of a turn of two or more, and recall ranks a turn by
+    # (1 - sentence_share) of its turn similarity plus sentence_share of its best
+    # sentence's. Off: measured on LoCoMo it lifts R@5 but lowers multi-hop and
+    # adversarial R@10 and about doubles the import's embedding (docs/benchmarks.md).
+    sentence_share: float = 0.0
 
 
 @dataclass(frozen=True)

@@ -65,7 +65,8 @@ def add_turns(
         session=session, caps=caps, next_index=rt.store.next_turn_index, salt=salt,
     )
     result = store_turns(rt.store, rt.embedder, prepared, progress=progress,
-                         txn_turns=caps.import_batch, embed=rt.guard.passages)
+                         txn_turns=caps.import_batch, embed=rt.guard.passages,
+                         sentences=rt.config.recall.sentence_share > 0)
     if result.inserted and not rt.guard.down:
         rt.writer.fill_pending()
     return result
@@ -200,7 +201,8 @@ def import_jsonl(
                               session=None, caps=caps, next_index=rt.store.next_turn_index,
                               occurrences=occurrences,
                               labels=[f"{file}:{n}" for n, _ in rows])
-        res = store_turns(rt.store, rt.embedder, turns, txn_turns=size)
+        res = store_turns(rt.store, rt.embedder, turns, txn_turns=size,
+                          sentences=rt.config.recall.sentence_share > 0)
         read += len(turns)
         inserted += res.inserted
         skipped += res.skipped

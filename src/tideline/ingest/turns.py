@@ -35,6 +35,7 @@ from tideline.config import Caps
 from tideline.embed.base import Embedder, Vectors
 from tideline.errors import InvalidInput
 from tideline.models import ImportResult, Turn, derived_turn_id
+from tideline.recall.sentences import sentence_cap, split
 from tideline.store.base import WriteRows
 from tideline.store.rows import turn_index_text
 from tideline.store.turn_embedding import embed_turns
@@ -136,12 +137,16 @@ def prepare_turns(
 def store_turns(
     store: WriteRows, embedder: Embedder, turns: list[Turn], *,
     progress: Callable[[int, int], None] | None = None, txn_turns: int = 500,
-    embed: Callable[[Sequence[str]], Vectors | None] | None = None,
+    embed: Callable[[Sequence[str]], Vectors | None] | None = None, sentences: bool = False,
 ) -> ImportResult:
     """Embed and insert turns that are not stored yet, ``txn_turns`` per transaction.
 
     ``embed`` (default: the embedder's) may return None when the embedder is
-    unavailable: the turns are stored all the same, their vectors pending.
+    unavailable: the turns are stored all the same, their vectors pending. With
+    ``sentences`` a turn of two or more sentences also gets one vector per sentence
+    (:mod:`tideline.recall.sentences`; a derived extra that recall does without when
+    it is missing, so it is not filled in later for turns stored while the embedder
+    was down).
 
     Embedding happens before each transaction, never inside one; each transaction
     stores its turns whole or not at all, so an import killed at any point leaves a
@@ -175,6 +180,7 @@ def store_turns(
     for part_start in range(0, total, max(1, txn_turns)):
         part = fresh[part_start:part_start + max(1, txn_turns)]
         vectors: list[Any] = []
+        split: list[Any] = []
         for start in range(0, len(part), EMBED_BATCH):
             chunk = part[start:start + EMBED_BATCH]
             own, previous = [], []
@@ -184,10 +190,15 @@ def store_turns(
                 previous.append(turn_index_text(prev.speaker, prev.text) if prev else None)
             got = embed_turns(embedder, own, previous, known=known, passages=embed)
             vectors.extend(got if got is not None else [None] * len(chunk))
+            split.extend(_sentence_vectors(embedder, chunk, embed) if sentences and got is not None
+                         else [None] * len(chunk))
             if progress is not None:
                 progress(part_start + start + len(chunk), total)
         with store.transaction() as c:
             new = store.insert_turns(c, part, vectors)
+            for t, tid, matrix in zip(part, new, split, strict=True):
+                if tid and matrix is not None:
+                    store.put_sentence_vectors(c, t.scope, tid, matrix)
             store.log_event(c, "turns", {"inserted": sum(1 for i in new if i),
                                          "source": part[0].source})
         for t, tid in zip(part, new, strict=True):
@@ -201,3 +212,30 @@ def store_turns(
     return ImportResult(inserted=len(inserted), skipped=len(turns) - len(inserted),
                         sessions=sessions, turn_ids=tuple(inserted),
                         batch_ids=tuple(ids.get((t.source, t.message_id), 0) for t in turns))
+
+
+def _sentence_vectors(
+    embedder: Embedder, chunk: Sequence[Turn],
+    embed: Callable[[Sequence[str]], Vectors | None] | None,
+) -> list[np.ndarray | None]:
+    """Per turn of ``chunk``, its sentence vectors (None for a turn of one sentence, or
+    for all when the embedder is unavailable); every sentence in one embedding call."""
+    cap = sentence_cap(embedder.dim)
+    parts = [split(t.text, cap) for t in chunk]
+    texts = [turn_index_text(t.speaker, s) for t, p in zip(chunk, parts, strict=True)
+             if len(p) > 1 for s in p]
+    if not texts:
+        return [None] * len(chunk)
+    got = (embed or embedder.embed_passages)(texts)
+    if got is None:
+        return [None] * len(chunk)
+    rows = np.asarray(got, dtype=np.float32)
+    out: list[np.ndarray | None] = []
+    at = 0
+    for p in parts:
+        if len(p) > 1:
+            out.append(rows[at:at + len(p)])
+            at += len(p)
+        else:
+            out.append(None)
+    return out

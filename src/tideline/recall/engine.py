@@ -36,7 +36,7 @@ from tideline.dynamics import retention
 from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
 from tideline.models import Edge, LexicalQuery, MemoryRecord, RecallItem, RecallPacket, Turn, iso
-from tideline.recall import asking, focus, morph, when
+from tideline.recall import asking, focus, morph, sentences, when
 from tideline.recall.ahead import Later, later
 from tideline.recall.people import SpeakerDirectory, named_people
 from tideline.recall.routing import ClusterRouter
@@ -164,6 +164,9 @@ class RecallEngine:
                                           vec["t"], parallel, aim)
             if window is not None:
                 self._turns_of_window(qv, window, scopes, k, turns, cands)
+            if tune.sentence_share > 0 and not degraded:
+                sentences.rank(self.store, cands.values(), turns, qv, aim,
+                               tune.sentence_share, self.embedder.dim)
 
         profile = self.embedder.profile
         dated: set[tuple[str, int]] = set()

@@ -225,6 +225,9 @@ class WriteRows(Protocol):
                      vectors: Sequence[np.ndarray | None]) -> list[int]:
         """Insert raw turns in order (0 for one stored already)."""
 
+    def put_sentence_vectors(self, c: Any, scope: str, tid: int, matrix: np.ndarray) -> None:
+        """Store the sentence vectors of one turn (``recall/sentences.py``) inside ``c``."""
+
     def previous_turn(self, session: str, turn_index: int) -> Turn | None:
         """The turn just before ``turn_index`` in a session, if stored."""
 
@@ -374,6 +377,10 @@ class Store(ViewHost, WriteRows, ArchiveStore, Protocol):
 
     def turn_vectors(self, turns: Sequence[Turn], dim: int) -> dict[int, np.ndarray]:
         """The stored vectors of raw turns (by id; missing ones left out)."""
+
+    def sentence_vectors(self, turns: Sequence[Turn], dim: int) -> dict[int, np.ndarray]:
+        """The stored sentence vectors of raw turns (by id: a (sentences, dim) matrix;
+        turns stored without them left out)."""
 
     def memory_vectors_in(self, ids: Sequence[int], scopes: Sequence[str],
                           dim: int) -> dict[tuple[str, int], np.ndarray]:

@@ -208,8 +208,9 @@ class ArchiveSnapshot(ABC):
                 args.append(ns)
             elif table == "vectors":
                 clauses.append("(substr(space, 1, length(?)) = ? OR "
+                               "substr(space, 1, length(?)) = ? OR "
                                "substr(space, 1, length(?)) = ?)")
-                args += [f"m:{ns}:", f"m:{ns}:", f"t:{ns}:", f"t:{ns}:"]
+                args += [f"m:{ns}:", f"m:{ns}:", f"t:{ns}:", f"t:{ns}:", f"s:{ns}:", f"s:{ns}:"]
             elif table in _NS_FILTERS:
                 clauses.append(_NS_FILTERS[table])
                 args.append(ns)
@@ -409,7 +410,10 @@ class ArchiveLoader(ABC):
         space, key, blob = row.get("space"), row.get("key"), row.get("v")
         if not isinstance(space, str) or not isinstance(key, int) or not isinstance(blob, bytes):
             raise ArchiveInvalid("vectors rows need space, key and v")
-        if len(blob) != 4 * self.dim:
+        # A turn's sentence vectors (space kind "s", recall/sentences.py) are one row of
+        # a multiple of the dimension.
+        sentences = space.startswith("s:") and len(blob) % (4 * self.dim) == 0
+        if len(blob) != 4 * self.dim and not (sentences and blob):
             raise ArchiveInvalid(f"vector {space}/{key} has {len(blob) // 4} dimensions; "
                                  f"the embedder has {self.dim}")
         vec = np.frombuffer(blob, dtype=np.float32)

@@ -159,3 +159,35 @@ class TurnRows(BackendRows):
         with self.db.read() as c:
             rows = c.execute(sql, (*args, limit)).fetchall()
         return [turn_from_row(r) for r in rows]
+
+    # Sentence vectors (recall/sentences.py) live in the vectors table too, in a space of
+    # their own kind ("s"), one row per turn: the turn's sentence vectors concatenated.
+    # No index is built over them (they are read by key for candidates only), and on
+    # PostgreSQL a row of n > 1 sentences has n times the dimension, so the HNSW index of
+    # the turn and memory vectors (one partial index per dimension) never holds them.
+
+    def put_sentence_vectors(self, c: Any, scope: str, tid: int, matrix: np.ndarray) -> None:
+        """Store the sentence vectors of turn ``tid`` (rows of ``matrix``) inside ``c``."""
+        self._put_vector(c, self.space("s", scope), tid, matrix.reshape(-1))
+
+    def sentence_vectors(self, turns: Sequence[Turn], dim: int) -> dict[int, np.ndarray]:
+        """The stored sentence vectors of turns (turn id → (sentences, dim) matrix); turns
+        stored without them are left out."""
+        import numpy as np
+
+        by_space: dict[str, list[int]] = {}
+        for t in turns:
+            by_space.setdefault(self.space("s", t.scope), []).append(t.id)
+        out: dict[int, np.ndarray] = {}
+        with self.db.read() as c:
+            for space, keys in by_space.items():
+                for start in range(0, len(keys), self._chunk):
+                    chunk = keys[start:start + self._chunk]
+                    rows = c.execute(
+                        f"SELECT key, v FROM vectors WHERE space = ? "
+                        f"AND key IN ({placeholders(len(chunk))})", (space, *chunk)).fetchall()
+                    for key, blob in rows:
+                        arr = np.frombuffer(bytes(blob), dtype=np.float32)
+                        if dim and arr.size and arr.size % dim == 0:
+                            out[int(key)] = arr.reshape(-1, dim)
+        return out

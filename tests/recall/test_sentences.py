@@ -1,0 +1,158 @@
+"""Sentence vectors: a long turn is also found by its best sentence (issue 12, off by default)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from tests.backend import Backend
+from tests.conftest import hashing
+
+from tideline import Memory
+from tideline.config import Config
+from tideline.recall.sentences import MAX_SENTENCES, lifted_blend, sentence_cap, split
+
+pytestmark = pytest.mark.backends
+
+LONG = ("Anyway, the weather is grey again and the bus was late twice. "
+        "My sister keeps sending pictures of her new kitchen tiles. "
+        "I repaired the old harbour lighthouse lamp. "
+        "Tomorrow we are going to visit grandma for her birthday dinner.")
+SHORT = "The old lamp by the harbour lighthouse, yes."
+
+
+def _config(store_dir: Path, share: float) -> Config:
+    plain = Config.load(home=store_dir)
+    return dataclasses.replace(plain, recall=dataclasses.replace(plain.recall,
+                                                                 sentence_share=share))
+
+
+def _turns(chat: int = 0) -> list[dict[str, object]]:
+    """The long turn, the short one, "ok", and ``chat`` turns of small talk of two
+    sentences, the lighthouse lamp mentioned in passing in the second."""
+    return [{"session": "s1", "speaker": "Ana", "text": LONG, "id": "long"},
+            {"session": "s1", "speaker": "Ben", "text": SHORT, "id": "short"},
+            {"session": "s1", "speaker": "Ana", "text": "ok", "id": "ok"},
+            *({"session": "s2", "speaker": "Ben", "id": f"chat{i}",
+               "text": f"The harbour lighthouse lamp looks old, day {i}. "
+                       f"We had soup and bread for lunch on day number {i} again."}
+              for i in range(chat))]
+
+
+def test_split_joins_short_fragments_and_keeps_abbreviations() -> None:
+    got = split("Wow! Dr. Smith came to the U.S. office today. It was great. Did you see him?")
+    assert got == ("Wow! Dr. Smith came to the U.S. office today.", "It was great.",
+                   "Did you see him?")
+    assert split("ok") == ("ok",)
+    assert split("Haha yes. lol") == ("Haha yes. lol",)
+
+
+def test_split_cuts_chinese_at_its_full_stops() -> None:
+    got = split("我昨天去了北京的公园散步。天气非常好，人也很多！你周末去哪里玩了？")
+    assert got == ("我昨天去了北京的公园散步。", "天气非常好，人也很多！", "你周末去哪里玩了？")
+
+
+@given(st.lists(st.sampled_from(["One two three four.", "Five six seven!", "Eight nine ten?",
+                                 "Hi.", "ok"]), min_size=1, max_size=40))
+def test_split_keeps_every_word_and_the_cap(parts: list[str]) -> None:
+    text = " ".join(parts)
+    got = split(text, 5)
+    assert 1 <= len(got) <= 5
+    assert " ".join(got).split() == text.split()
+
+
+def test_the_cap_keeps_a_turn_in_one_pgvector_row() -> None:
+    assert sentence_cap(384) == MAX_SENTENCES
+    assert sentence_cap(1536) * 1536 <= 16_000
+    assert sentence_cap(100_000) == 1
+
+
+def test_lifted_blend_matches_the_means_and_keeps_turns_without_sentences() -> None:
+    turn = {1: 0.80, 2: 0.70, 3: 0.60}
+    best = {1: 0.90, 2: 0.60}
+    got = lifted_blend(turn, best, 0.5)
+    lift = (0.80 + 0.70) / 2 - (0.90 + 0.60) / 2
+    assert got[1] == pytest.approx(0.5 * 0.80 + 0.5 * (0.90 + lift))
+    assert got[2] == pytest.approx(0.5 * 0.70 + 0.5 * (0.60 + lift))
+    assert got[3] == 0.60
+    assert lifted_blend(turn, best, 0.0) == turn
+
+
+def test_an_import_stores_one_vector_per_sentence(store_dir: Path, backend: Backend) -> None:
+    emb = hashing()
+    with backend.open(store_dir, embedder=emb, config=_config(store_dir, 0.5)) as mem:
+        mem.add_turns(_turns(), source="chat")
+        turns = sorted(mem.store.session_turns("s1"), key=lambda t: t.turn_index)
+        got = mem.store.sentence_vectors(turns, emb.dim)
+        plain = mem.store.turn_vectors(turns, emb.dim)
+    assert set(got) == {turns[0].id}  # one sentence each: the others keep only their turn vector
+    want = emb.embed_passages([f"Ana: {s}" for s in split(LONG)])
+    assert got[turns[0].id].shape == (4, emb.dim)
+    assert np.allclose(got[turns[0].id], want, atol=1e-6)
+    assert set(plain) == {t.id for t in turns}
+
+
+def test_without_the_share_no_sentence_is_embedded(store_dir: Path, backend: Backend) -> None:
+    emb = hashing()
+    with backend.open(store_dir, embedder=emb, config=_config(store_dir, 0.0)) as mem:
+        mem.add_turns(_turns(), source="chat")
+        turns = mem.store.session_turns("s1")
+        assert mem.store.sentence_vectors(turns, emb.dim) == {}
+        assert len(mem.store.turn_vectors(turns, emb.dim)) == 3
+
+
+def test_the_best_sentence_lifts_a_long_turn(store_dir: Path, backend: Backend) -> None:
+    """The long turn says it in one sentence among small talk; the short one only hints."""
+    with backend.open(store_dir, embedder=hashing(), config=_config(store_dir, 0.5)) as mem:
+        mem.add_turns(_turns(chat=6), source="chat")
+    query = "I repaired the old harbour lighthouse lamp"
+    score: dict[float, dict[str, float]] = {}
+    best: dict[float, float] = {}
+    first: dict[float, str] = {}
+    for share in (0.0, 1.0):
+        with backend.open(store_dir, embedder=hashing(),
+                          config=_config(store_dir, share)) as mem:
+            packet = mem.recall(query, log=False, limit=3)
+        score[share] = {i.text: i.score for i in packet.items}
+        best[share] = packet.best_similarity
+        first[share] = packet.items[0].text
+    assert score[1.0][LONG] > score[0.0][LONG] + 0.1
+    assert score[1.0][SHORT] == score[0.0][SHORT]  # one sentence: its turn vector only
+    assert first[1.0] == LONG
+    assert best[0.0] == best[1.0]  # abstention still reads the turn cosine
+
+
+def test_a_store_without_sentence_vectors_ranks_as_before(store_dir: Path,
+                                                           backend: Backend) -> None:
+    """Turned on over turns imported with it off, recall falls back to the turn vectors."""
+    with backend.open(store_dir, embedder=hashing(), config=_config(store_dir, 0.0)) as mem:
+        mem.add_turns(_turns(), source="chat")
+    texts = []
+    for share in (0.0, 1.0):
+        with backend.open(store_dir, embedder=hashing(),
+                          config=_config(store_dir, share)) as mem:
+            texts.append([(i.text, i.score) for i in
+                          mem.recall("harbour lighthouse lamp", log=False, limit=3).items])
+    assert texts[0] == texts[1]
+
+
+def test_sentence_vectors_survive_an_archive_round_trip(tmp_path: Path, backend: Backend) -> None:
+    """An export of a store with sentence vectors used to be refused on import (a row of
+    four times the dimension: "vector s:…/1 has 1024 dimensions")."""
+    emb = hashing()
+    a, b = tmp_path / "a", tmp_path / "b"
+    with backend.open(a, embedder=emb, config=_config(a, 0.5)) as mem:
+        mem.add_turns(_turns(), source="chat")
+        mem.export(tmp_path / "a.jsonl")
+        before = mem.store.sentence_vectors(mem.store.session_turns("s1"), emb.dim)
+    with Memory.open(b, embedder=hashing(), config=_config(b, 0.5)) as dest:
+        dest.import_archive(tmp_path / "a.jsonl")
+        turns = dest.store.session_turns("s1")
+        after = dest.store.sentence_vectors(turns, emb.dim)
+        assert dest.doctor()["ok"]
+    assert [m.shape for m in after.values()] == [m.shape for m in before.values()] == [(4, emb.dim)]
+    assert np.allclose(next(iter(after.values())), next(iter(before.values())))
