@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from tideline.models import LexicalQuery, MemoryRecord, Turn
+from tideline.models import Edge, LexicalQuery, MemoryRecord, Turn
 from tideline.store.namespace import DF_CACHE_MIN as _DF_CACHE_MIN
 from tideline.store.namespace import DF_CACHE_SIZE as _DF_CACHE_SIZE
 from tideline.store.namespace import NamespaceRows
@@ -297,6 +297,25 @@ class PostgresStore(TurnRows, NamespaceRows):
             if vec.shape[0] == dim:
                 out[(spaces[str(space)], int(key))] = vec
         return out
+
+    def recall_rows(
+        self, ids: Sequence[int], edge_types: Sequence[str], lexical_only: Sequence[int],
+        scopes: Sequence[str], dim: int,
+    ) -> tuple[dict[int, MemoryRecord], list[Edge], dict[tuple[str, int], np.ndarray]]:
+        """The records of a recall's memory candidates, the edges touching them and the
+        vectors of the lexical-only ones, in one statement (see
+        :func:`tideline.store.postgres.recall.candidate_rows`)."""
+        from tideline.store.postgres.recall import candidate_rows
+
+        return candidate_rows(self, ids, edge_types, lexical_only, scopes, dim)
+
+    def record_recall(self, data: dict[str, Any], hits: Sequence[tuple[int, float, float]],
+                      tier: str, now: float) -> int:
+        """Journal one recall in one round trip (see
+        :func:`tideline.store.postgres.recall.record_recall`); returns the event's id."""
+        from tideline.store.postgres.recall import record_recall
+
+        return record_recall(self, data, hits, tier, now)
 
     def _vectors_of(self, pairs: Sequence[tuple[str, int]], dim: int) -> dict[int, np.ndarray]:
         by_space: dict[str, list[int]] = {}
