@@ -52,7 +52,7 @@ _CHUNK = 1000
 def vector_text(vector: np.ndarray) -> str:
     """pgvector's text form of a float32 vector (exact: float32 values print exactly)."""
     arr = np.ascontiguousarray(vector, dtype=np.float32).ravel()
-    return "[" + ",".join(repr(float(x)) for x in arr.tolist()) + "]"
+    return "[" + ",".join(map(repr, arr.tolist())) + "]"  # tolist() gives Python floats
 
 
 class PostgresStore(TurnRows, NamespaceRows):

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tideline.recall.vector_index import centroid_of
+from tideline.store.postgres.connection import VectorParam
 from tideline.store.postgres.schema import HNSW_MAX_DIM, ensure_vector_index
-from tideline.store.postgres.store import vector_text
 
 if TYPE_CHECKING:
     from tideline.store.postgres.connection import Conn
@@ -103,7 +103,7 @@ class PostgresVectorSpaces:
         q = np.asarray(query, dtype=np.float32).ravel()
         if k <= 0 or q.shape[0] != self.dim or not np.isfinite(q).all() or not q.any():
             return {}
-        text = vector_text(q)
+        text = VectorParam(q)
         spaces = [self.store.space(kind, scope) for scope in dict.fromkeys(scopes)]
         plans = [(space, self._exact(space)) for space in spaces]
         hits: dict[int, float] = {}
@@ -117,7 +117,7 @@ class PostgresVectorSpaces:
             hits[int(key)] = 1.0 - float(distance)
         return hits
 
-    def _run(self, plans: Sequence[tuple[str, bool]], text: str,
+    def _run(self, plans: Sequence[tuple[str, bool]], text: VectorParam,
              k: int) -> list[tuple[str, int, float]]:
         """(space, key, distance) of the top ``k`` of each space, in one statement."""
         parts = [f"(SELECT ?::text AS space, found.* FROM ({self._space_query(exact)}) "  # noqa: S608
