@@ -21,7 +21,7 @@ from tideline.store.postgres.connection import GIN_PENDING_KB
 
 #: The most statements one journal-less recall of memories below may send (the code
 #: before sent 13, 12 and 15 for the three queries; now 8, 8 and 10).
-MAX_STATEMENTS = 10
+MAX_STATEMENTS = 8
 
 _FACTS = [
     "Aiko Schulz uses PostgreSQL at work for the billing datastore",
@@ -192,3 +192,45 @@ def test_one_read_gives_what_the_three_reads_give(pg_mem: Memory) -> None:
     assert vectors.keys() == expected.keys() == {("global", ids[1]), ("band", other)}
     assert all((vectors[k] == expected[k]).all() for k in expected)
     assert store.recall_rows(wanted, GRAPH_EDGES, [], ["global"], dim)[2] == {}
+
+
+def test_another_hosts_sleep_is_seen_by_the_next_recall_without_a_read_of_its_own(
+        pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cluster routing takes the clusters' version from the document-frequency
+    statement the recall sends anyway (PostgresStore.state_seen), not from a read of
+    its own; a sleep on a second host (its own pool and local state) that rebuilds the
+    clusters is seen by the very next recall here, which reloads the centroids."""
+    from tideline.store.postgres import connection
+
+    with Memory.open(tmp_path / "a", database=pg_url, embedder=hashing(),
+                     project="global") as here, \
+            Memory.open(tmp_path / "b", database=pg_url, embedder=hashing(),
+                        project="global") as there:
+        _fill(here)
+        router = here._rt.engine._router
+        query = "which datastore does Aiko use at work?"
+        assert here.recall(query, include_turns=False, log=False).items
+        before = router._version
+        assert before is not None
+        for text in ("Aiko Schulz moved the billing datastore to a new cluster",
+                     "The Helix editor gained a plugin system this spring",
+                     "Marta bakes rye bread on Sundays with her starter"):
+            there.remember(text)
+        there.sleep(force=True)
+        with there.store.db.read() as c:
+            now = c.execute("SELECT value FROM sleep_state WHERE namespace = ? AND key = ?",
+                            (there.store.namespace, "clusters.version")).fetchone()[0]
+        assert now != before
+        sent: list[str] = []
+        plain = connection.Conn.execute
+
+        def execute(self: connection.Conn, sql: str, params: Any = ()) -> Any:
+            sent.append(" ".join(sql.split()))
+            return plain(self, sql, params)
+
+        monkeypatch.setattr(connection.Conn, "execute", execute)
+        assert here.recall(query, include_turns=False, log=False).items
+        monkeypatch.setattr(connection.Conn, "execute", plain)
+        assert router._version == now
+        assert not [s for s in sent if s.startswith("SELECT value FROM sleep_state")]
+        assert any("FROM emb_clusters" in s for s in sent)  # the centroids, reloaded

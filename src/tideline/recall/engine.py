@@ -139,7 +139,7 @@ class RecallEngine:
         parallel = self.store.parallel_reads()
         vec = {space: later(functools.partial(self._nearest, space, scopes, qv, k),
                             parallel=parallel) for space in spaces}
-        routed = (later(self._router.refresh, parallel=parallel)
+        routed = (self._router.ahead(parallel)
                   if include_memories and not degraded and self._router.wanted() else None)
         forms: dict[str, dict[str, tuple[str, ...]]] = {}
         for space in spaces:

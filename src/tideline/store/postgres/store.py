@@ -17,6 +17,9 @@ own (``tsvector``/``pg_trgm`` rows, pgvector columns, the locking reads).
 from __future__ import annotations
 
 import contextlib
+import math
+import threading
+import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -47,6 +50,8 @@ if TYPE_CHECKING:
 __all__ = ["PostgresStore"]
 
 _CHUNK = 1000
+#: The sleep-state key cluster routing reads on every recall (see ``state_seen``).
+_CLUSTERS_VERSION = "clusters.version"
 
 
 def vector_text(vector: np.ndarray) -> str:
@@ -91,6 +96,8 @@ class PostgresStore(TurnRows, NamespaceRows):
         self.db = Database(url, directory, retries=retries, lock_timeout_ms=lock_timeout_ms,
                            pool_size=pool_size)
         self._df_caches: dict[str, tuple[int, float, dict[str, int]]] = {}
+        self._seen: dict[str, tuple[float, str | None]] = {}
+        self._seen_lock = threading.Lock()
         self.directory = directory
         self.namespace = namespace
         self.marker = marker
@@ -458,14 +465,40 @@ class PostgresStore(TurnRows, NamespaceRows):
                       queries: dict[str, str]) -> tuple[int, dict[str, int]]:
         """The highest row id of ``table`` and the rows of ``lex`` holding each token
         (``queries``: token → its one-lexeme ``tsquery``), in one statement."""
-        sql = (f"SELECT top.n, c.token, c.hits FROM (SELECT coalesce(max(id), 0) AS n "  # noqa: S608
-               f"FROM {table}) AS top LEFT JOIN LATERAL (SELECT q.token, (SELECT count(*) "
-               f"FROM {lex} WHERE words @@ q.lexeme::tsquery) AS hits FROM "
-               "unnest(?::text[], ?::text[]) AS q(token, lexeme)) AS c ON true")
+        sql = (f"SELECT top.n, c.token, c.hits, top.cv FROM (SELECT coalesce(max(id), 0) "  # noqa: S608
+               f"AS n, (SELECT value FROM sleep_state WHERE namespace = ? AND key = "
+               f"'{_CLUSTERS_VERSION}') AS cv FROM {table}) AS top LEFT JOIN LATERAL "
+               f"(SELECT q.token, (SELECT count(*) FROM {lex} WHERE words @@ q.lexeme::tsquery) "
+               "AS hits FROM unnest(?::text[], ?::text[]) AS q(token, lexeme)) AS c ON true")
+        sent = time.monotonic()
         with self.db.read() as c:
-            rows = c.execute(sql, (list(queries), list(queries.values()))).fetchall()
+            rows = c.execute(sql, (self.namespace, list(queries),
+                                   list(queries.values()))).fetchall()
+        if rows:
+            self._saw(_CLUSTERS_VERSION, sent, None if rows[0][3] is None else str(rows[0][3]))
         total = int(rows[0][0]) if rows else 0
         return total, {str(r[1]): int(r[2]) for r in rows if r[1] is not None}
+
+    def _saw(self, key: str, sent: float, value: str | None) -> None:
+        with self._seen_lock:
+            if sent >= self._seen.get(key, (-math.inf, None))[0]:
+                self._seen[key] = (sent, value)
+
+    def state_seen(self, key: str, since: float) -> tuple[bool, str | None]:
+        """A sleep-state value (only ``clusters.version``) as a statement sent at or after
+        ``since`` (``time.monotonic()``) read it, if one did.
+
+        The document-frequency statement every recall with terms sends reads the
+        clusters' version too, so cluster routing needs no read of its own: the value
+        is as fresh as a read of its own at the start of the recall would be, on every
+        host (another host's sleep is seen by the next statement that reads it).
+
+        Returns:
+            (whether such a read was made, the value it read).
+        """
+        with self._seen_lock:
+            sent, value = self._seen.get(key, (-math.inf, None))
+        return (sent >= since, value if sent >= since else None)
 
     # -- archive --------------------------------------------------------------------------
 
