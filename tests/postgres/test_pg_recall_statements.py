@@ -20,7 +20,8 @@ from tideline.store.consolidation import ConsolidationStore
 from tideline.store.postgres.connection import GIN_PENDING_KB
 
 #: The most statements one journal-less recall of memories below may send (the code
-#: before sent 13, 12 and 15 for the three queries; now 8, 8 and 10).
+#: before sent 13, 12 and 15 for the three queries, then 8, 8 and 10; now 6, 6 and 8:
+#: records, edges and vectors are one read, routing's version comes with the counts).
 MAX_STATEMENTS = 8
 
 _FACTS = [
@@ -45,8 +46,10 @@ def _fill(mem: Memory) -> list[int]:
 def test_a_recall_sends_at_most_max_statements(pg_mem: Memory) -> None:
     """One recall of memories (journal off) after sleep built clusters: document
     frequencies of the terms and of their other word forms are one statement, the
-    graph spread's first hop reads no edges of its own, and cluster routing reads the
-    adjacent clusters and the members of all routed clusters in one statement each."""
+    graph spread's first hop reads no edges of its own, the candidates' records, edges
+    and lexical-only vectors are one statement, cluster routing reads its version with
+    the document frequencies, and the adjacent clusters and the members of all routed
+    clusters in one statement each."""
     _fill(pg_mem)
     pg_mem.recall("warm up", include_turns=False, log=False)
     for query in ("which datastore does Aiko use at work?", "E4521 token rotation",
