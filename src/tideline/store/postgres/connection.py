@@ -175,15 +175,19 @@ class VectorParam:
                      + arr.astype(">f4").tobytes())
 
 
-def _vector_dumper(oid: int) -> type[Dumper]:
-    class _VectorBinaryDumper(Dumper):
-        format = Format.BINARY
+class _VectorBinaryDumper(Dumper):
+    """:class:`VectorParam` → its bytes, binary, type left to the server (oid 0): every
+    statement casts the parameter (``?::vector(384)``), so the server reads it as a
+    vector, whatever oid the type has in this database."""
 
-        def dump(self, obj: Any) -> bytes:
-            return bytes(obj.data)
+    format = Format.BINARY
+    oid = 0
 
-    _VectorBinaryDumper.oid = oid
-    return _VectorBinaryDumper
+    def dump(self, obj: Any) -> bytes:
+        return bytes(obj.data)
+
+
+psycopg.adapters.register_dumper(VectorParam, _VectorBinaryDumper)  # only our own type
 
 
 def _params(params: Sequence[Any] | None) -> tuple[Any, ...]:
@@ -543,7 +547,6 @@ class Database(MetaRows):
                 if oid is not None and raw.adapters.get_loader(oid, Format.BINARY) is None:
                     raw.adapters.register_loader(oid, _VectorBinaryLoader)
                     raw.adapters.register_loader(oid, _VectorTextLoader)
-                    raw.adapters.register_dumper(VectorParam, _vector_dumper(oid))
                 return raw
             except psycopg_pool.PoolTimeout as exc:
                 if attempt == self.retries:
