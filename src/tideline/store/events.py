@@ -15,7 +15,8 @@ from typing import Any, Protocol
 
 from tideline.secrets import redact_json
 
-__all__ = ["QUIET_KINDS", "append_event", "change_marker", "changed_since_sleep"]
+__all__ = ["EVENT_INSERT", "QUIET_KINDS", "append_event", "change_marker",
+           "changed_since_sleep", "event_values"]
 
 QUIET_KINDS = ("hook", "hook_error", "inject", "sleep", "sleep_skipped", "sleep_gate")
 """Journal kinds that are bookkeeping, not a change sleep has to consolidate."""
@@ -31,6 +32,16 @@ class Executes(Protocol):
 
 def _in(n: int) -> str:
     return ",".join("?" * n)
+
+
+#: The statement that appends an event (PostgreSQL's recall journal embeds it in a CTE).
+EVENT_INSERT = "INSERT INTO events(ts, namespace, kind, memory_id, data) VALUES (?,?,?,?,?)"
+
+
+def event_values(namespace: str, kind: str, data: dict[str, Any], *,
+                 memory_id: int | None = None, now: float | None = None) -> tuple[Any, ...]:
+    """The parameters of :data:`EVENT_INSERT` for one event (its data redacted of secrets)."""
+    return (time.time() if now is None else now, namespace, kind, memory_id, redact_json(data))
 
 
 def append_event(
@@ -50,10 +61,8 @@ def append_event(
     Returns:
         The new event's id.
     """
-    cur = c.execute(
-        "INSERT INTO events(ts, namespace, kind, memory_id, data) VALUES (?,?,?,?,?) "
-        "RETURNING id",
-        (time.time() if now is None else now, namespace, kind, memory_id, redact_json(data)))
+    cur = c.execute(EVENT_INSERT + " RETURNING id",
+                    event_values(namespace, kind, data, memory_id=memory_id, now=now))
     return int(cur.fetchone()[0])
 
 

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tideline.models import Edge, MemoryRecord
-from tideline.secrets import redact_json
+from tideline.store.events import EVENT_INSERT, event_values
 from tideline.store.rows import MEMORY_COLUMNS, memory_from_row
 
 if TYPE_CHECKING:
@@ -53,8 +53,7 @@ ROWS_SQL = (
 #: The event, then per hit (memory, similarity, score; best first) an attention row
 #: with the memory's home cluster and an eligibility row ranked from 0.
 JOURNAL_SQL = (
-    "WITH ev AS (INSERT INTO events(ts, namespace, kind, memory_id, data) "
-    "VALUES (?, ?, 'recall', NULL, ?) RETURNING id), "
+    f"WITH ev AS ({EVENT_INSERT} RETURNING id), "
     "hit AS (SELECT h.mid, h.sim, h.score, h.ord FROM unnest(?::bigint[], "
     "?::double precision[], ?::double precision[]) WITH ORDINALITY AS h(mid, sim, score, ord)), "
     "att AS (INSERT INTO attention_log(namespace, memory_id, cluster, similarity, tier, ts) "
@@ -124,7 +123,7 @@ def record_recall(store: PostgresStore, data: dict[str, Any],
         The recall event's id.
     """
     ns = store.namespace
-    params = (now, ns, redact_json(data), [int(m) for m, _, _ in hits],
+    params = (*event_values(ns, "recall", data, now=now), [int(m) for m, _, _ in hits],
               [float(s) for _, s, _ in hits], [float(x) for _, _, x in hits],
               ns, tier, now, ns, now)
     with store.db.write() as c:
