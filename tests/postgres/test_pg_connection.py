@@ -84,7 +84,9 @@ def test_a_lock_held_too_long_is_store_busy(tmp_path: Path, pg_url: str) -> None
 
     def hold() -> None:
         with holder.write() as c:
-            c.execute("INSERT INTO db_meta(key, value) VALUES ('row', '1')")
+            # rowcount syncs the pipeline: the row (and its lock) is on the server now,
+            # not only queued, before the waiter is let go (a race under load).
+            assert c.execute("INSERT INTO db_meta(key, value) VALUES ('row', '1')").rowcount == 1
             held.set()
             done.wait(30)
 

@@ -14,10 +14,9 @@ from tests.conftest import hashing
 
 from tideline import Memory
 from tideline.store.postgres import open_postgres
-from tideline.store.postgres.connection import Conn
+from tideline.store.postgres.connection import Conn, VectorParam
 from tideline.store.postgres.store import vector_text
 from tideline.store.postgres.vectors import PostgresVectorSpaces
-from tideline.store.postgres.writes import vector_param
 
 MARKER = "hashing:hashing-v1/8"
 _WRITES = [
@@ -105,7 +104,7 @@ def test_vectors_sent_in_binary_read_back_exactly(pg_mem: Memory) -> None:
     vec[:4] = [np.float32(1e-45), np.float32(-3.4e38), np.float32(-0.0), np.float32(7e4)]
     with pg_mem.store.db.write() as c:
         c.execute("INSERT INTO vectors(space, key, v) VALUES ('m:default:global', 1, ?::vector)",
-                  (vector_param(c.raw, vec),))
+                  (VectorParam(vec),))
     with pg_mem.store.db.read() as c:
         back = c.execute("SELECT v FROM vectors WHERE key = 1").fetchone()[0]
     assert back == vec.tobytes()

@@ -139,7 +139,7 @@ class RecallEngine:
         parallel = self.store.parallel_reads()
         vec = {space: later(functools.partial(self._nearest, space, scopes, qv, k),
                             parallel=parallel) for space in spaces}
-        routed = (later(self._router.refresh, parallel=parallel)
+        routed = (self._router.ahead(parallel)
                   if include_memories and not degraded and self._router.wanted() else None)
         forms: dict[str, dict[str, tuple[str, ...]]] = {}
         for space in spaces:
@@ -244,13 +244,22 @@ class RecallEngine:
                             parallel)
         vec = dict(found.get())
         ids = list(dict.fromkeys([*vec, *lex]))
-        linked = (later(functools.partial(self.store.edges_of, ids, GRAPH_EDGES), parallel=True)
-                  if parallel and 0 < len(ids) <= _EDGES_AHEAD else None)
         only_lexical = [m for m in lex if m not in vec]
-        near = (later(functools.partial(self.store.memory_vectors_in, only_lexical, scopes,
-                                        self.embedder.dim), parallel=True)
-                if parallel and only_lexical else None)
-        recs = self.store.get_memories(ids)
+        ahead = parallel and 0 < len(ids) <= _EDGES_AHEAD
+        # A server that reads the three in one statement (recall_rows) saves two.
+        together = getattr(self.store, "recall_rows", None) if ahead else None
+        if together is not None:
+            recs, edges, got = together(ids, GRAPH_EDGES, only_lexical, scopes,
+                                        self.embedder.dim)
+            linked: Later[list[Edge]] | None = Later(lambda: edges, None)
+            near = Later(lambda: got, None) if only_lexical else None
+        else:
+            linked = (later(functools.partial(self.store.edges_of, ids, GRAPH_EDGES),
+                            parallel=True) if ahead else None)
+            near = (later(functools.partial(self.store.memory_vectors_in, only_lexical, scopes,
+                                            self.embedder.dim), parallel=True)
+                    if parallel and only_lexical else None)
+            recs = self.store.get_memories(ids)
         live = {
             mid: r for mid, r in recs.items()
             if r.status != "superseded" and (kind is None or r.kind == kind)

@@ -4,7 +4,9 @@ Every recall appends one ``recall`` event (latency, abstention, best confidence)
 every memory hit goes to ``attention_log`` (memory, its home embedding cluster,
 similarity, time, tier) and to
 ``eligibility`` (rank and score), from which sleep later learns ``co_recall``
-edges. All of it is one short write transaction after the recall has finished.
+edges. All of it is one short write transaction after the recall has finished;
+a store that journals a recall its own way (``record_recall``: PostgreSQL writes
+the same rows in one round trip) does it, else the shared view.
 """
 
 from __future__ import annotations
@@ -50,5 +52,9 @@ class RecallJournal:
         }
         if packet.degraded:
             data["degraded"] = packet.degraded
-        ConsolidationStore(self.store).record_recall(
-            data, [(int(i.id), i.similarity, i.score) for i in hits], self.tier, now)
+        rows = [(int(i.id), i.similarity, i.score) for i in hits]
+        own = getattr(self.store, "record_recall", None)
+        if own is not None:
+            own(data, rows, self.tier, now)
+        else:
+            ConsolidationStore(self.store).record_recall(data, rows, self.tier, now)

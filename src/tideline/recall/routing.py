@@ -10,18 +10,25 @@ memories one topic over, as the seed's soft-clustering query routing does.
 Centroids are cached per process and reloaded when sleep records a new
 ``clusters.version``; a store that never slept routes nothing. The version is read
 once per recall (:meth:`ClusterRouter.refresh`), which the recall starts beside its
-other reads on a database server.
+other reads on a database server; a store that reads it in a statement the recall
+sends anyway (``state_seen``: PostgreSQL's document-frequency count) is asked for
+that value instead, so routing sends nothing until it has clusters to route to. The
+value is read from the database in every recall either way, so a sleep on another
+host is seen by the next recall on this one.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
+import time
 from collections.abc import Container, Sequence
 
 import numpy as np
 
 from tideline.config import SleepTuning
 from tideline.models import MemoryRecord
+from tideline.recall.ahead import Later, later
 from tideline.store.base import Store
 from tideline.store.consolidation import ConsolidationStore
 
@@ -52,10 +59,27 @@ class ClusterRouter:
         """Whether routing is switched on (``route_clusters`` and ``route_members``)."""
         return self.tuning.route_clusters > 0 and self.tuning.route_members > 0
 
-    def refresh(self) -> bool:
+    def ahead(self, parallel: bool) -> Later[bool]:
+        """What :meth:`refresh` will return for the recall starting now: from the
+        store's reads of this recall where it offers them (``state_seen``), else read
+        beside the recall (see :mod:`tideline.recall.ahead`)."""
+        if getattr(self.store, "state_seen", None) is not None:
+            return Later(functools.partial(self.refresh, since=time.monotonic()), None)
+        return later(self.refresh, parallel=parallel)
+
+    def refresh(self, since: float | None = None) -> bool:
         """Read the clusters' version and reload the centroids if sleep changed them;
-        returns whether there is anything to route to."""
-        version = self.cons.get_state("clusters.version")
+        returns whether there is anything to route to.
+
+        Args:
+            since: the recall's start (``time.monotonic()``): a version the store read
+                in a statement sent since then is taken instead of a read of its own.
+        """
+        seen = getattr(self.store, "state_seen", None)
+        found, version = (seen("clusters.version", since) if seen is not None
+                          and since is not None else (False, None))
+        if not found:
+            version = self.cons.get_state("clusters.version")
         if version is None:
             return False
         with self._lock:

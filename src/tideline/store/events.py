@@ -15,7 +15,8 @@ from typing import Any, Protocol
 
 from tideline.secrets import redact_json
 
-__all__ = ["QUIET_KINDS", "append_event", "change_marker", "changed_since_sleep", "event_insert"]
+__all__ = ["EVENT_INSERT", "QUIET_KINDS", "append_event", "change_marker", "changed_since_sleep",
+           "event_insert"]
 
 QUIET_KINDS = ("hook", "hook_error", "inject", "sleep", "sleep_skipped", "sleep_gate")
 """Journal kinds that are bookkeeping, not a change sleep has to consolidate."""
@@ -31,6 +32,12 @@ class Executes(Protocol):
 
 def _in(n: int) -> str:
     return ",".join("?" * n)
+
+
+#: The statement that appends one event with its memory id given (the ``VALUES`` form of
+#: :func:`event_insert`; PostgreSQL's recall journal embeds it in a ``WITH`` query).
+_EVENT_HEAD = "INSERT INTO events(ts, namespace, kind, memory_id, data) "
+EVENT_INSERT = _EVENT_HEAD + "VALUES (?,?,?,?,?)"
 
 
 def append_event(
@@ -75,11 +82,10 @@ def event_insert(
         The ``INSERT`` (no ``RETURNING``) and its parameters.
     """
     ts = time.time() if now is None else now
-    head = "INSERT INTO events(ts, namespace, kind, memory_id, data) "
     if memory_from is not None:
-        return (f"{head}SELECT ?, ?, ?, id, ? FROM {memory_from}",
+        return (f"{_EVENT_HEAD}SELECT ?, ?, ?, id, ? FROM {memory_from}",
                 (ts, namespace, kind, redact_json(data)))
-    return f"{head}VALUES (?,?,?,?,?)", (ts, namespace, kind, memory_id, redact_json(data))
+    return EVENT_INSERT, (ts, namespace, kind, memory_id, redact_json(data))
 
 
 def change_marker(c: Executes) -> str:

@@ -57,7 +57,7 @@ from typing import Any, Protocol
 import psycopg
 import psycopg_pool
 from psycopg import errors as pg_errors
-from psycopg.adapt import Loader
+from psycopg.adapt import Dumper, Loader
 from psycopg.pq import Format
 
 from tideline.errors import (
@@ -76,7 +76,8 @@ from tideline.store.postgres import redact_url
 from tideline.store.postgres.batch import Batch, Columns, parse, plan
 from tideline.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["Conn", "Cursor", "Database", "advisory_key", "from_psycopg", "translate"]
+__all__ = ["Conn", "Cursor", "Database", "VectorParam", "advisory_key", "from_psycopg",
+           "translate"]
 
 # Lock classes for pg_advisory_lock(int, int): the first key says what is locked.
 LOCK_MIGRATE = 7101
@@ -153,6 +154,40 @@ class _VectorTextLoader(Loader):
         import numpy as np
 
         return np.array(bytes(data)[1:-1].split(b","), dtype="<f4").tobytes()
+
+
+class VectorParam:
+    """A query vector sent as a parameter in pgvector's binary form (its text form cost
+    ~0.4 ms of client CPU per 384-d vector to print, and the server as long to parse).
+
+    Args:
+        vector: the float32 vector.
+    """
+
+    __slots__ = ("data",)
+
+    def __init__(self, vector: Any) -> None:
+        import numpy as np
+
+        arr = np.ascontiguousarray(vector, dtype=np.float32).ravel()
+        # int16 dimensions, int16 unused, big-endian float32s: the same floats exactly.
+        self.data = (len(arr).to_bytes(2, "big") + b"\x00\x00"
+                     + arr.astype(">f4").tobytes())
+
+
+class _VectorBinaryDumper(Dumper):
+    """:class:`VectorParam` → its bytes, binary, type left to the server (oid 0): every
+    statement casts the parameter (``?::vector(384)``), so the server reads it as a
+    vector, whatever oid the type has in this database."""
+
+    format = Format.BINARY
+    oid = 0
+
+    def dump(self, obj: Any) -> bytes:
+        return bytes(obj.data)
+
+
+psycopg.adapters.register_dumper(VectorParam, _VectorBinaryDumper)  # only our own type
 
 
 def _params(params: Sequence[Any] | None) -> tuple[Any, ...]:

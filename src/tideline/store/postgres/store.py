@@ -17,6 +17,7 @@ own (``tsvector``/``pg_trgm`` rows, pgvector columns, the locking reads).
 from __future__ import annotations
 
 import contextlib
+import math
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -25,7 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from tideline.models import LexicalQuery, MemoryRecord, Turn
+from tideline.models import Edge, LexicalQuery, MemoryRecord, Turn
 from tideline.store.memories import best_live
 from tideline.store.namespace import DF_CACHE_MIN as _DF_CACHE_MIN
 from tideline.store.namespace import DF_CACHE_SIZE as _DF_CACHE_SIZE
@@ -53,12 +54,14 @@ __all__ = ["PostgresStore"]
 _CHUNK = 1000
 # How long a pending-vector flag read by a write answers vectors_pending (seconds).
 _HINT_SECONDS = 1.0
+#: The sleep-state key cluster routing reads on every recall (see ``state_seen``).
+_CLUSTERS_VERSION = "clusters.version"
 
 
 def vector_text(vector: np.ndarray) -> str:
     """pgvector's text form of a float32 vector (exact: float32 values print exactly)."""
     arr = np.ascontiguousarray(vector, dtype=np.float32).ravel()
-    return "[" + ",".join(repr(float(x)) for x in arr.tolist()) + "]"
+    return "[" + ",".join(map(repr, arr.tolist())) + "]"  # tolist() gives Python floats
 
 
 class PostgresStore(TurnRows, NamespaceRows):
@@ -98,6 +101,8 @@ class PostgresStore(TurnRows, NamespaceRows):
                            pool_size=pool_size)
         self._df_caches: dict[str, tuple[int, float, dict[str, int]]] = {}
         self._hints = threading.local()
+        self._seen: dict[str, tuple[float, str | None]] = {}
+        self._seen_lock = threading.Lock()
         self.directory = directory
         self.namespace = namespace
         self.marker = marker
@@ -244,7 +249,7 @@ class PostgresStore(TurnRows, NamespaceRows):
         :mod:`tideline.store.postgres.writes`); returns the memory's id."""
         from tideline.store.postgres.writes import gated_statement
 
-        sql, args = gated_statement(c.raw, self.namespace, self.space("m", write.rec.scope),
+        sql, args = gated_statement(self.namespace, self.space("m", write.rec.scope),
                                     write)
         row = c.execute(sql, args).fetchone()
         self._hints.pending = (time.monotonic(), row[1] == "1")
@@ -332,6 +337,25 @@ class PostgresStore(TurnRows, NamespaceRows):
             if vec.shape[0] == dim:
                 out[(spaces[str(space)], int(key))] = vec
         return out
+
+    def recall_rows(
+        self, ids: Sequence[int], edge_types: Sequence[str], lexical_only: Sequence[int],
+        scopes: Sequence[str], dim: int,
+    ) -> tuple[dict[int, MemoryRecord], list[Edge], dict[tuple[str, int], np.ndarray]]:
+        """The records of a recall's memory candidates, the edges touching them and the
+        vectors of the lexical-only ones, in one statement (see
+        :func:`tideline.store.postgres.recall.candidate_rows`)."""
+        from tideline.store.postgres.recall import candidate_rows
+
+        return candidate_rows(self, ids, edge_types, lexical_only, scopes, dim)
+
+    def record_recall(self, data: dict[str, Any], hits: Sequence[tuple[int, float, float]],
+                      tier: str, now: float) -> int:
+        """Journal one recall in one round trip (see
+        :func:`tideline.store.postgres.recall.record_recall`); returns the event's id."""
+        from tideline.store.postgres.recall import record_recall
+
+        return record_recall(self, data, hits, tier, now)
 
     def _vectors_of(self, pairs: Sequence[tuple[str, int]], dim: int) -> dict[int, np.ndarray]:
         by_space: dict[str, list[int]] = {}
@@ -474,14 +498,40 @@ class PostgresStore(TurnRows, NamespaceRows):
                       queries: dict[str, str]) -> tuple[int, dict[str, int]]:
         """The highest row id of ``table`` and the rows of ``lex`` holding each token
         (``queries``: token → its one-lexeme ``tsquery``), in one statement."""
-        sql = (f"SELECT top.n, c.token, c.hits FROM (SELECT coalesce(max(id), 0) AS n "  # noqa: S608
-               f"FROM {table}) AS top LEFT JOIN LATERAL (SELECT q.token, (SELECT count(*) "
-               f"FROM {lex} WHERE words @@ q.lexeme::tsquery) AS hits FROM "
-               "unnest(?::text[], ?::text[]) AS q(token, lexeme)) AS c ON true")
+        sql = (f"SELECT top.n, c.token, c.hits, top.cv FROM (SELECT coalesce(max(id), 0) "  # noqa: S608
+               f"AS n, (SELECT value FROM sleep_state WHERE namespace = ? AND key = "
+               f"'{_CLUSTERS_VERSION}') AS cv FROM {table}) AS top LEFT JOIN LATERAL "
+               f"(SELECT q.token, (SELECT count(*) FROM {lex} WHERE words @@ q.lexeme::tsquery) "
+               "AS hits FROM unnest(?::text[], ?::text[]) AS q(token, lexeme)) AS c ON true")
+        sent = time.monotonic()
         with self.db.read() as c:
-            rows = c.execute(sql, (list(queries), list(queries.values()))).fetchall()
+            rows = c.execute(sql, (self.namespace, list(queries),
+                                   list(queries.values()))).fetchall()
+        if rows:
+            self._saw(_CLUSTERS_VERSION, sent, None if rows[0][3] is None else str(rows[0][3]))
         total = int(rows[0][0]) if rows else 0
         return total, {str(r[1]): int(r[2]) for r in rows if r[1] is not None}
+
+    def _saw(self, key: str, sent: float, value: str | None) -> None:
+        with self._seen_lock:
+            if sent >= self._seen.get(key, (-math.inf, None))[0]:
+                self._seen[key] = (sent, value)
+
+    def state_seen(self, key: str, since: float) -> tuple[bool, str | None]:
+        """A sleep-state value (only ``clusters.version``) as a statement sent at or after
+        ``since`` (``time.monotonic()``) read it, if one did.
+
+        The document-frequency statement every recall with terms sends reads the
+        clusters' version too, so cluster routing needs no read of its own: the value
+        is as fresh as a read of its own at the start of the recall would be, on every
+        host (another host's sleep is seen by the next statement that reads it).
+
+        Returns:
+            (whether such a read was made, the value it read).
+        """
+        with self._seen_lock:
+            sent, value = self._seen.get(key, (-math.inf, None))
+        return (sent >= since, value if sent >= since else None)
 
     # -- archive --------------------------------------------------------------------------
 

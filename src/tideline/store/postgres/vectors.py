@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tideline.recall.vector_index import centroid_of
+from tideline.store.postgres.connection import VectorParam
 from tideline.store.postgres.schema import HNSW_MAX_DIM, ensure_vector_index
-from tideline.store.postgres.store import vector_text
 
 if TYPE_CHECKING:
     from tideline.store.postgres.connection import Conn
@@ -105,7 +105,7 @@ class PostgresVectorSpaces:
         q = np.asarray(query, dtype=np.float32).ravel()
         if k <= 0 or q.shape[0] != self.dim or not np.isfinite(q).all() or not q.any():
             return {}
-        text = vector_text(q)
+        text = VectorParam(q)
         spaces = [self.store.space(kind, scope) for scope in dict.fromkeys(scopes)]
         plans = [(space, self._exact(space)) for space in spaces]
         hits: dict[int, float] = {}
@@ -119,7 +119,7 @@ class PostgresVectorSpaces:
             hits[int(key)] = 1.0 - float(distance)
         return hits
 
-    def _run(self, plans: Sequence[tuple[str, bool]], text: str,
+    def _run(self, plans: Sequence[tuple[str, bool]], text: VectorParam,
              k: int) -> list[tuple[str, int, float]]:
         """(space, key, distance) of the top ``k`` of each space, in one statement."""
         parts = [f"(SELECT ?::text AS space, found.* FROM ({self._space_query(exact)}) "  # noqa: S608
@@ -155,12 +155,12 @@ class PostgresVectorSpaces:
 
     def _gate_run(self, namespace: str, space: str, q: np.ndarray, k: int,
                   exact: bool) -> list[tuple[int, float, str | None]]:
-        from tideline.store.postgres.writes import gate_sql, vector_param
+        from tideline.store.postgres.writes import gate_sql
 
         with self.store.db.read() as c:
             if not exact:
                 self._settings(c, max(GATE_EF_SEARCH, 2 * int(k)))
-            vec = vector_param(c.raw, q)
+            vec = VectorParam(q)
             args = (vec, space, k, namespace)
             rows = c.execute(gate_sql(self.dim, exact), args).fetchall()
         return [(int(key), 1.0 - float(d), None if status is None else str(status))

@@ -10,19 +10,15 @@ by then), and the statement also reads the pending-vector flag that the write pa
 asks for right after (``vectors_pending``). The gate's own search reads the neighbours'
 status with them (:func:`gate_sql`), instead of a second query for their records.
 
-A vector parameter (:class:`VectorParam`) goes in pgvector's binary form — a 16-bit
-dimension count, 16 unused bits, big-endian float32s — rather than its text form, which
-printed 384 floats (``repr`` each) on the client and parsed them on the server.
+A vector parameter (:class:`~tideline.store.postgres.connection.VectorParam`) goes in
+pgvector's binary form — a 16-bit dimension count, 16 unused bits, big-endian float32s
+— rather than its text form, which printed 384 floats (``repr`` each) on the client and
+parsed them on the server.
 """
 
 from __future__ import annotations
 
-import struct
-import weakref
 from typing import TYPE_CHECKING, Any
-
-from psycopg.adapt import Dumper
-from psycopg.pq import Format
 
 from tideline.store.events import event_insert
 from tideline.store.memories import (
@@ -33,15 +29,14 @@ from tideline.store.memories import (
     write_key_insert,
 )
 from tideline.store.postgres import lexical as pg_lexical
+from tideline.store.postgres.connection import VectorParam
 from tideline.store.rows import PENDING_FLAG, memory_index_text
 
 if TYPE_CHECKING:
-    import numpy as np
-    import psycopg
 
     from tideline.store.base import GatedWrite
 
-__all__ = ["VectorParam", "gate_sql", "gated_statement", "vector_param"]
+__all__ = ["gate_sql", "gated_statement"]
 
 _EDGE = ("INSERT INTO edges(src, dst, type, weight, created_at, updated_at) "
          "SELECT id, ?, 'related', ?, ?, ? FROM m")
@@ -52,43 +47,6 @@ _VECTOR = ("INSERT INTO vectors(space, key, v) SELECT ?, id, ?::vector FROM m "
 _PENDING = ("INSERT INTO db_meta(key, value) VALUES (?, '1') "
             "ON CONFLICT (key) DO UPDATE SET value = '1'")
 _FLAG = "(SELECT value FROM db_meta WHERE key = ?)"
-
-
-class VectorParam:
-    """A float32 vector as a statement parameter, sent in pgvector's binary form.
-
-    Args:
-        vector: the values (any float array; sent as float32).
-    """
-
-    __slots__ = ("data",)
-
-    def __init__(self, vector: np.ndarray) -> None:
-        import numpy as np
-
-        arr = np.ascontiguousarray(vector, dtype=">f4").ravel()
-        self.data = struct.pack("!HH", arr.size, 0) + arr.tobytes()
-
-
-class _VectorParamDumper(Dumper):
-    """Binary, with no type oid: the server takes the type from the ``?::vector`` cast."""
-
-    format = Format.BINARY
-
-    def dump(self, obj: Any) -> bytes:
-        return bytes(obj.data)
-
-
-_READY: weakref.WeakSet[Any] = weakref.WeakSet()
-
-
-def vector_param(raw: psycopg.Connection[Any], vector: np.ndarray) -> VectorParam:
-    """``vector`` as a binary parameter for a statement on ``raw`` (whose adapters learn
-    the form once)."""
-    if raw not in _READY:
-        raw.adapters.register_dumper(VectorParam, _VectorParamDumper)
-        _READY.add(raw)
-    return VectorParam(vector)
 
 
 def gate_sql(dim: int, exact: bool) -> str:
@@ -107,15 +65,13 @@ def gate_sql(dim: int, exact: bool) -> str:
             "LEFT JOIN memories m ON m.id = n.key AND m.namespace = ? ORDER BY n.distance")
 
 
-def gated_statement(raw: psycopg.Connection[Any], namespace: str, space: str,
-                    write: GatedWrite) -> tuple[str, tuple[Any, ...]]:
+def gated_statement(namespace: str, space: str, write: GatedWrite) -> tuple[str, tuple[Any, ...]]:
     """One statement that stores what the gate decided (see the module's docstring).
 
     Its one result row: the memory's id and the ``db_meta`` pending-vector flag (NULL:
     not set) as it was before the statement.
 
     Args:
-        raw: the connection the statement goes to (for the vector's binary form).
         namespace: the store's namespace.
         space: the vector space of the memory's scope.
         write: what the gate decided.
@@ -144,7 +100,7 @@ def gated_statement(raw: psycopg.Connection[Any], namespace: str, space: str,
     args: list[Any] = [*memory_params(namespace, rec), *lex]
     if write.vector is not None:
         parts.append(f"v AS ({_VECTOR})")
-        args += [space, vector_param(raw, write.vector)]
+        args += [space, VectorParam(write.vector)]
     else:
         parts.append(f"p AS ({_PENDING})")
         args.append(PENDING_FLAG)
