@@ -37,6 +37,8 @@ _RANGE = "a date: give a real instant between 0001-01-01 and 9999-12-31T23:59:59
 
 def time_in_range(value: object) -> bool:
     """Whether ``value`` is a finite number of epoch seconds inside the stored range."""
+    if type(value) is float:  # what a REAL column reads back as (NaN fails both bounds)
+        return MIN_TS <= value <= MAX_TS
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     try:
