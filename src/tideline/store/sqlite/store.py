@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SQLiteStore", "SpaceSource"]
 
+#: Tokens counted per vocabulary statement (well under SQLite's bound parameters).
+_VOCAB_CHUNK = 500
+
 
 class SpaceSource:
     """The vectors of one space (``m:<ns>:<scope>`` or ``t:<ns>:<scope>``) as a VectorSource."""
@@ -425,12 +428,19 @@ class SQLiteStore(NamespaceRows):
             cache = self._df_cache_for(kind, total)
             if total == 0:  # no row was ever stored: nothing holds any token
                 return dict.fromkeys(tokens, 0), 0
+            wanted = [t for t in dict.fromkeys(tokens) if t not in cache]
+            counted: dict[str, int] = {}
+            # One statement per chunk: the vocabulary table looks each term up on its own
+            # either way, and a statement per token cost most of this call.
+            for start in range(0, len(wanted), _VOCAB_CHUNK):
+                chunk = wanted[start:start + _VOCAB_CHUNK]
+                counted.update((str(term), int(doc)) for term, doc in c.execute(
+                    f"SELECT term, doc FROM temp.{vocab} WHERE term IN "
+                    f"({placeholders(len(chunk))})", chunk).fetchall())
             for token in dict.fromkeys(tokens):
                 hit = cache.get(token)
                 if hit is None:
-                    row = c.execute(f"SELECT doc FROM temp.{vocab} WHERE term = ?",
-                                    (token,)).fetchone()
-                    hit = int(row[0]) if row else 0
+                    hit = counted.get(token, 0)
                     if hit >= DF_CACHE_MIN and len(cache) < DF_CACHE_SIZE:
                         cache[token] = hit
                 out[token] = hit
