@@ -365,10 +365,16 @@ def index_tokens(term: str) -> list[str]:
 
     Used to look terms up in the FTS vocabulary (document frequencies).
     """
+    return list(_index_tokens(term))
+
+
+# Recall asks for the tokens of each query term once per space and step.
+@functools.lru_cache(maxsize=4096)
+def _index_tokens(term: str) -> tuple[str, ...]:
     body = index_text(term)
     folded = unicodedata.normalize("NFKD", body.casefold())
     plain = "".join(ch for ch in folded if not unicodedata.combining(ch))
-    return [t for t in re.split(r"[^\w]+", plain) if t]
+    return tuple(t for t in re.split(r"[^\w]+", plain) if t)
 
 
 def keyword_coverage(

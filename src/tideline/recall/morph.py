@@ -109,6 +109,7 @@ def forms(word: str, limit: int = 12) -> tuple[str, ...]:
     return tuple(sorted(found, key=lambda f: (len(f), f))[:limit])
 
 
+@functools.lru_cache(maxsize=1024)  # asked for each space of a recall, twice
 def looks_english(text: str) -> bool:
     """Whether ``text`` reads as English: more English function words than those of
     German, French or Spanish, and at least one.
