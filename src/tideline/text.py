@@ -77,6 +77,8 @@ _KANA_HANGUL = (
     "\ud7b0-\ud7fb\uff66-\uff9f\uffa0-\uffdc\U0001b000-\U0001b16f"
 )
 _CJK_RUN = re.compile(f"[{_HAN}{_KANA_HANGUL}]+")
+#: The lowest character of those ranges: anything below it is not CJK.
+_FIRST_CJK = min(ch for ch in _HAN + _KANA_HANGUL if ch != "-")
 CJK_SEGMENT = re.compile(f"(?P<han>[{_HAN}]+)|(?P<other>[{_KANA_HANGUL}]+)")
 
 # Letters that Python's Unicode tables call L*/N* but that SQLite's unicode61
@@ -207,7 +209,10 @@ def _clean_keywords(text: str) -> str:
 
 def _is_word_char(ch: str) -> bool:
     """Word character for keyword boundaries: letter, digit or ``_``, not CJK."""
+    if ch < _FIRST_CJK:  # no CJK letter sits this low
+        return ch.isalnum() or ch == "_"
     return (ch.isalnum() or ch == "_") and _CJK_RUN.match(ch) is None
+
 
 
 def strip_edges(token: str) -> str:
@@ -360,10 +365,16 @@ def index_tokens(term: str) -> list[str]:
 
     Used to look terms up in the FTS vocabulary (document frequencies).
     """
+    return list(_index_tokens(term))
+
+
+# Recall asks for the tokens of each query term once per space and step.
+@functools.lru_cache(maxsize=4096)
+def _index_tokens(term: str) -> tuple[str, ...]:
     body = index_text(term)
     folded = unicodedata.normalize("NFKD", body.casefold())
     plain = "".join(ch for ch in folded if not unicodedata.combining(ch))
-    return [t for t in re.split(r"[^\w]+", plain) if t]
+    return tuple(t for t in re.split(r"[^\w]+", plain) if t)
 
 
 def keyword_coverage(
@@ -397,14 +408,23 @@ def keyword_coverage(
 def _find_keyword(hay: str, needle: str) -> bool:
     if not needle:
         return False
-    check_left = _is_word_char(needle[0])
-    check_right = _is_word_char(needle[-1])
     start = hay.find(needle)
+    if start == -1:  # most candidate texts lack most terms
+        return False
+    check_left, check_right = _keyword_edges(needle)
+    size, width = len(hay), len(needle)
     while start != -1:
-        end = start + len(needle)
+        end = start + width
         left_ok = not check_left or start == 0 or not _is_word_char(hay[start - 1])
-        right_ok = not check_right or end == len(hay) or not _is_word_char(hay[end])
+        right_ok = not check_right or end == size or not _is_word_char(hay[end])
         if left_ok and right_ok:
             return True
         start = hay.find(needle, start + 1)
     return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _keyword_edges(needle: str) -> tuple[bool, bool]:
+    """Whether the text around an occurrence of ``needle`` is checked on the left and on
+    the right (where the needle starts or ends with a word character)."""
+    return _is_word_char(needle[0]), _is_word_char(needle[-1])

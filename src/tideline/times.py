@@ -10,6 +10,7 @@ value instead of failing, and ``doctor`` reports and repairs the rows.
 
 from __future__ import annotations
 
+import functools
 import math
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -37,6 +38,8 @@ _RANGE = "a date: give a real instant between 0001-01-01 and 9999-12-31T23:59:59
 
 def time_in_range(value: object) -> bool:
     """Whether ``value`` is a finite number of epoch seconds inside the stored range."""
+    if type(value) is float:  # what a REAL column reads back as (NaN fails both bounds)
+        return MIN_TS <= value <= MAX_TS
     if isinstance(value, bool) or not isinstance(value, int | float):
         return False
     try:
@@ -130,6 +133,13 @@ def clamped_time(value: object) -> float:
     return 0.0
 
 
+# Recall renders the same few session dates for every item it returns.
+@functools.lru_cache(maxsize=4096)
+def _iso_of(seconds: float) -> str:
+    moment = _EPOCH + timedelta(seconds=math.floor(seconds))
+    return moment.isoformat(timespec="seconds")
+
+
 def iso(ts: object) -> str | None:
     """Epoch seconds as ISO 8601 in UTC, to the second; ``None`` (or an impossible value) is None.
 
@@ -137,7 +147,4 @@ def iso(ts: object) -> str | None:
     failing the whole read that shows it.
     """
     seconds = stored_time(ts)
-    if seconds is None:
-        return None
-    moment = _EPOCH + timedelta(seconds=math.floor(seconds))
-    return moment.isoformat(timespec="seconds")
+    return None if seconds is None else _iso_of(seconds)

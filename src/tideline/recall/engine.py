@@ -131,7 +131,7 @@ class RecallEngine:
         terms = lexical.query_terms(query)
         window = when.find_window(query) if since is None and until is None else None
         weights: dict[str, list[float]] = {}
-        expressions: dict[str, Queries] = {}
+        expressions: dict[str, Queries | None] = {}
         spaces = [s for s, wanted in (("m", include_memories),
                                       ("t", include_turns and kind is None)) if wanted]
         # The reads that need nothing of each other start now, beside the rest on a
@@ -143,8 +143,10 @@ class RecallEngine:
                   if include_memories and not degraded and self._router.wanted() else None)
         forms: dict[str, dict[str, tuple[str, ...]]] = {}
         for space in spaces:
-            weights[space], forms[space], expressions[space] = self._terms.analyse(
-                space, query, terms)
+            seen = self._terms.analyse(space, query, terms)
+            # An empty table (no memories in a store of imported turns) is not searched.
+            weights[space], forms[space] = seen.weights, seen.forms
+            expressions[space] = None if seen.empty else seen.queries
         now = time.time()
 
         cands: dict[tuple[str, int], Candidate] = {}
@@ -171,14 +173,15 @@ class RecallEngine:
         profile = self.embedder.profile
         dated: set[tuple[str, int]] = set()
         dated_trust = False
+        keyword = {space: morph.Coverage(terms, weights[space] if terms else None, forms[space])
+                   for space in spaces}
         for cand in cands.values():
             if cand.type == "memory":
                 text = memory_index_text(memories[cand.key])
             else:
                 t = turns[cand.key]
                 text = turn_index_text(t.speaker, t.text)
-            cand.keyword = morph.coverage(text, terms, weights[cand.type[0]] if terms else None,
-                                          forms[cand.type[0]])
+            cand.keyword = keyword[cand.type[0]](text)
             cand.score = self._relevance(cand, profile.floor)
             if cand.type == "memory":
                 cand.score *= self._salience(memories[cand.key], now)
@@ -232,7 +235,7 @@ class RecallEngine:
     # -- candidates -----------------------------------------------------------------------
 
     def _memory_candidates(
-        self, qv: np.ndarray, terms: Queries, scopes: Sequence[str], k: int,
+        self, qv: np.ndarray, terms: Queries | None, scopes: Sequence[str], k: int,
         kind: str | None, since: float | None, until: float | None,
         cands: dict[tuple[str, int], Candidate], found: Later[dict[int, float]],
         parallel: bool,
@@ -282,7 +285,7 @@ class RecallEngine:
         return live, linked
 
     def _turn_candidates(
-        self, qv: np.ndarray, terms: Queries, scopes: Sequence[str], k: int,
+        self, qv: np.ndarray, terms: Queries | None, scopes: Sequence[str], k: int,
         since: float | None, until: float | None, cands: dict[tuple[str, int], Candidate],
         found: Later[dict[int, float]], parallel: bool, aim: np.ndarray | None = None,
     ) -> dict[int, Turn]:
@@ -460,11 +463,13 @@ class RecallEngine:
         return max(20, k // 2)
 
     def _lexical(
-        self, terms: Queries, table: str, scopes: Sequence[str], k: int,
+        self, terms: Queries | None, table: str, scopes: Sequence[str], k: int,
         kind: str | None, since: float | None, until: float | None, parallel: bool,
     ) -> dict[int, int]:
         """Rank position (0 = best) of each lexical hit, word and substring indexes merged
-        (the two searches run beside each other on a server)."""
+        (the two searches run beside each other on a server; none for ``terms`` None)."""
+        if terms is None:
+            return {}
         def search(substrings: bool, q: LexicalQuery) -> list[tuple[int, float]]:
             if table == "memories":
                 return self.store.search_memories(q, substrings=substrings, scopes=scopes,
@@ -601,14 +606,15 @@ class RecallEngine:
                 status=rec.status,
             )
         t = turns[cand.key]
+        spoken = iso(t.timestamp)
         return RecallItem(
             type="turn", id=t.message_id, text=t.text, confidence=confidence,
             source=cand.source, scope=t.scope, kind="turn",
             similarity=round(cand.similarity, 4), score=round(cand.score, 4),
-            event_time=iso(t.timestamp), recorded_at=iso(t.recorded_at),
+            event_time=spoken, recorded_at=iso(t.recorded_at),
             turn_id=t.id, message_id=t.message_id, session=t.session,
             turn_index=t.turn_index, speaker=t.speaker, role=t.role,
-            timestamp=iso(t.timestamp),
+            timestamp=spoken,
         )
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from tideline import text as lexical
 
-__all__ = ["coverage", "forms", "looks_english", "widen"]
+__all__ = ["Coverage", "coverage", "forms", "looks_english", "widen"]
 
 _MIN_LETTERS = 4
 _SUFFIXES = ("ing", "ied", "ies", "ed", "es", "s", "d")
@@ -109,6 +109,7 @@ def forms(word: str, limit: int = 12) -> tuple[str, ...]:
     return tuple(sorted(found, key=lambda f: (len(f), f))[:limit])
 
 
+@functools.lru_cache(maxsize=1024)  # asked for each space of a recall, twice
 def looks_english(text: str) -> bool:
     """Whether ``text`` reads as English: more English function words than those of
     German, French or Spanish, and at least one.
@@ -157,24 +158,55 @@ def coverage(
     Returns:
         0–1 (0 when there are no terms).
     """
-    if not alternatives:
-        return lexical.keyword_coverage(text, terms, weights)
-    if not terms:
-        return 0.0
-    hay = lexical._clean_keywords(text)
-    ws = list(weights) if weights is not None else [1.0] * len(terms)
-    total = sum(ws)
-    if total <= 0:
-        return 0.0
-    found = 0.0
-    for term, w in zip(terms, ws, strict=True):
-        alts = alternatives.get(term)
-        if alts is not None:
-            if _group(term, alts).search(hay):
+    return Coverage(terms, weights, alternatives)(text)
+
+
+class Coverage:
+    """:func:`coverage` of one query, prepared once for all of its candidates.
+
+    Recall scores some eighty candidate texts against the same terms; the terms'
+    patterns and weights are looked up once here instead of once per text.
+
+    Args:
+        terms: the query's keyword terms.
+        weights: weight per term (None: equal).
+        alternatives: other forms per term (see :func:`widen`).
+    """
+
+    __slots__ = ("_checks", "_count", "_total")
+
+    def __init__(self, terms: Sequence[str], weights: Sequence[float] | None,
+                 alternatives: dict[str, tuple[str, ...]]) -> None:
+        ws = list(weights) if weights is not None else [1.0] * len(terms)
+        # Without forms and weights this is keyword_coverage's plain share of terms found.
+        self._count = not alternatives and weights is None
+        self._total: float = len(terms) if self._count else sum(ws)
+        # Each term is a pattern of it and its forms, or the term itself.
+        self._checks: list[tuple[re.Pattern[str] | str, float]] = []
+        if not terms or self._total <= 0:
+            return
+        for term, w in zip(terms, ws, strict=True):
+            alts = alternatives.get(term)
+            self._checks.append((_group(term, alts) if alts is not None else term, w))
+
+    def __call__(self, text: str) -> float:
+        """The weighted share of the terms ``text`` holds (0–1)."""
+        if not self._checks:
+            return 0.0
+        hay = lexical._clean_keywords(text)
+        if self._count:
+            return sum(1 for term, _ in self._checks if _holds(hay, term)) / self._total
+        found = 0.0
+        for term, w in self._checks:
+            if _holds(hay, term):
                 found += w
-        elif lexical._find_keyword(hay, term):
-            found += w
-    return found / total
+        return found / self._total
+
+
+def _holds(hay: str, term: re.Pattern[str] | str) -> bool:
+    if isinstance(term, str):
+        return lexical._find_keyword(hay, term)
+    return term.search(hay) is not None
 
 
 @functools.lru_cache(maxsize=1024)

@@ -34,6 +34,8 @@ class Analysis(NamedTuple):
     forms: dict[str, tuple[str, ...]]
     #: What the word index and the substring index are asked.
     queries: Queries
+    #: The space holds no rows at all (its full-text side need not be asked).
+    empty: bool = False
 
 
 class QueryTerms:
@@ -53,7 +55,8 @@ class QueryTerms:
         # index looks for what was typed.
         word = LexicalQuery(text=widened, drop=frozenset(common), together=tuple(together),
                             known=frozenset(known))
-        return Analysis(weights, forms, (word, dataclasses.replace(word, text=query)))
+        return Analysis(weights, forms, (word, dataclasses.replace(word, text=query)),
+                        empty=bool(terms) and freq[1] == 0)
 
     def frequencies(self, space: str, query: str,
                      terms: Sequence[str]) -> tuple[dict[str, int], int]:

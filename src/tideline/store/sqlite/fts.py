@@ -43,7 +43,8 @@ from tideline.text import (
     wants_substring,
 )
 
-__all__ = ["expressions", "index_text", "match_expression", "raw_match", "trigram_expression"]
+__all__ = ["expression", "expressions", "index_text", "match_expression", "raw_match",
+           "trigram_expression"]
 
 _NOT_TOKEN_CHARS = frozenset(
     [chr(cp) for cp in range(0x19B0, 0x19C1)] + ["\u19c8", "\u19c9", "\u1cf2", "\u1cf3"]
@@ -266,6 +267,14 @@ def raw_match(expression: str) -> str:
     if not expression.strip():
         raise InvalidInput("FTS expression is empty")
     return expression
+
+
+def expression(query: LexicalQuery, *, substrings: bool) -> str | None:
+    """One of :func:`expressions`: the trigram table's with ``substrings``, else the
+    word table's (a search asks one table, and needs only its expression built)."""
+    if substrings:
+        return trigram_expression(query.text, drop=query.drop, known=query.known)
+    return match_expression(query.text, drop=query.drop, together=query.together)
 
 
 def expressions(query: LexicalQuery) -> tuple[str | None, str | None]:

@@ -39,6 +39,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SQLiteStore", "SpaceSource"]
 
+#: Tokens counted per vocabulary statement (well under SQLite's bound parameters).
+_VOCAB_CHUNK = 500
+
 
 class SpaceSource:
     """The vectors of one space (``m:<ns>:<scope>`` or ``t:<ns>:<scope>``) as a VectorSource."""
@@ -358,8 +361,7 @@ class SQLiteStore(NamespaceRows):
             until: only memories at or before this epoch.
             include_superseded: also superseded versions.
         """
-        words, tri = fts.expressions(query)
-        expression = tri if substrings else words
+        expression = fts.expression(query, substrings=substrings)
         if not expression:
             return []
         return self.match_memories(
@@ -424,12 +426,21 @@ class SQLiteStore(NamespaceRows):
             total = int(c.execute(f"SELECT max(rowid) FROM {table}").fetchone()[0]
                         or 0)
             cache = self._df_cache_for(kind, total)
+            if total == 0:  # no row was ever stored: nothing holds any token
+                return dict.fromkeys(tokens, 0), 0
+            wanted = [t for t in dict.fromkeys(tokens) if t not in cache]
+            counted: dict[str, int] = {}
+            # One statement per chunk: the vocabulary table looks each term up on its own
+            # either way, and a statement per token cost most of this call.
+            for start in range(0, len(wanted), _VOCAB_CHUNK):
+                chunk = wanted[start:start + _VOCAB_CHUNK]
+                counted.update((str(term), int(doc)) for term, doc in c.execute(
+                    f"SELECT term, doc FROM temp.{vocab} WHERE term IN "
+                    f"({placeholders(len(chunk))})", chunk).fetchall())
             for token in dict.fromkeys(tokens):
                 hit = cache.get(token)
                 if hit is None:
-                    row = c.execute(f"SELECT doc FROM temp.{vocab} WHERE term = ?",
-                                    (token,)).fetchone()
-                    hit = int(row[0]) if row else 0
+                    hit = counted.get(token, 0)
                     if hit >= DF_CACHE_MIN and len(cache) < DF_CACHE_SIZE:
                         cache[token] = hit
                 out[token] = hit
@@ -458,13 +469,18 @@ class SQLiteStore(NamespaceRows):
         """The turns within ``radius`` places of each hit in its own session (hits included)."""
         if not hits:
             return []
-        where = " OR ".join(["(session = ? AND turn_index BETWEEN ? AND ?)"] * len(hits))
-        args: list[Any] = [self.namespace]
+        # A join on the windows, so each one is an index range of its session (an OR of
+        # them made SQLite scan every turn of the namespace).
+        windows = ", ".join(["(?, ?, ?)"] * len(hits))
+        args: list[Any] = []
         for t in hits:
             args += [t.session, t.turn_index - radius, t.turn_index + radius]
-        sql = f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? AND ({where})"
+        cols = ", ".join(f"t.{c.strip()}" for c in TURN_COLUMNS.split(","))
+        sql = (f"SELECT DISTINCT {cols} FROM (VALUES {windows}) AS w JOIN turns t "
+               "ON t.namespace = ? AND t.session = w.column1 "
+               "AND t.turn_index BETWEEN w.column2 AND w.column3")
         with self.db.read() as c:
-            rows = c.execute(sql, args).fetchall()
+            rows = c.execute(sql, (*args, self.namespace)).fetchall()
         return [turn_from_row(r) for r in rows]
 
     def search_turns(
@@ -482,8 +498,7 @@ class SQLiteStore(NamespaceRows):
             since: only turns spoken (or recorded) at or after this epoch.
             until: only turns at or before this epoch.
         """
-        words, tri = fts.expressions(query)
-        expression = tri if substrings else words
+        expression = fts.expression(query, substrings=substrings)
         if not expression:
             return []
         return self.match_turns(expression, "turns_tri" if substrings else "turns_fts",

@@ -1,0 +1,193 @@
+"""The recall path's cheaper forms answer exactly as the plain ones they replace.
+
+Recall latency work (issue 12: LoCoMo recall p50 within 1.25x a bare query embedding)
+cut repeated work out of the recall path; each cut is checked here against the plain
+computation it stands for, and against the statements the store is asked.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tests.conftest import hashing
+
+from tideline import Memory
+from tideline import text as lexical
+from tideline.recall import morph
+from tideline.store.sqlite import SQLiteStore
+from tideline.store.sqlite import store as sqlite_store
+
+# Letters, digits, "_", punctuation, accents, CJK (Han, kana, hangul) and the characters
+# around the lowest CJK letter (U+1100), where the boundary check changes its path.
+_CHARS = st.sampled_from(list("ab_1 .,:-'é") + ["一", "中", "あ", "한", "\u1100", "\u10ff",
+                                                 "\u11ff", "Ⅻ", "٣"])
+
+
+def _reference_is_word_char(ch: str) -> bool:
+    return (ch.isalnum() or ch == "_") and lexical._CJK_RUN.match(ch) is None
+
+
+def _reference_find(hay: str, needle: str) -> bool:
+    """The keyword search as it was written before (every occurrence, both edges)."""
+    if not needle:
+        return False
+    check_left = _reference_is_word_char(needle[0])
+    check_right = _reference_is_word_char(needle[-1])
+    start = hay.find(needle)
+    while start != -1:
+        end = start + len(needle)
+        left_ok = start == 0 or not check_left or not _reference_is_word_char(hay[start - 1])
+        right_ok = end == len(hay) or not check_right or not _reference_is_word_char(hay[end])
+        if left_ok and right_ok:
+            return True
+        start = hay.find(needle, start + 1)
+    return False
+
+
+def _reference_coverage(text: str, terms: Sequence[str], weights: Sequence[float] | None,
+                        alternatives: dict[str, tuple[str, ...]]) -> float:
+    """Keyword coverage as computed per text before :class:`morph.Coverage`."""
+    if not alternatives:
+        return lexical.keyword_coverage(text, terms, weights)
+    if not terms:
+        return 0.0
+    hay = lexical._clean_keywords(text)
+    ws = list(weights) if weights is not None else [1.0] * len(terms)
+    total = sum(ws)
+    if total <= 0:
+        return 0.0
+    found = 0.0
+    for term, w in zip(terms, ws, strict=True):
+        alts = alternatives.get(term)
+        if alts is not None:
+            if morph._group(term, alts).search(hay):
+                found += w
+        elif _reference_find(hay, term):
+            found += w
+    return found / total
+
+
+def test_the_word_character_test_is_unchanged_for_every_code_point() -> None:
+    assert all(lexical._is_word_char(chr(c)) == _reference_is_word_char(chr(c))
+               for c in range(0x110000))
+
+
+@settings(max_examples=400, deadline=None)
+@given(hay=st.text(_CHARS, max_size=40), needle=st.text(_CHARS, max_size=5),
+       cut=st.tuples(st.integers(0, 40), st.integers(0, 6)))
+def test_keyword_search_matches_the_reference(hay: str, needle: str,
+                                              cut: tuple[int, int]) -> None:
+    inside = hay[cut[0]:cut[0] + cut[1]]  # a needle that surely occurs somewhere
+    for n in (needle, inside):
+        assert lexical._find_keyword(hay, n) == _reference_find(hay, n)
+
+
+_WORDS = st.sampled_from(["melanie", "camping", "camped", "paint", "painting", "kids",
+                          "mel", "c++", "v1.2", "中文", "_x", ""])
+
+
+@settings(max_examples=300, deadline=None)
+@given(words=st.lists(_WORDS, max_size=8), terms=st.lists(_WORDS, max_size=5, unique=True),
+       weighted=st.booleans(), weights=st.lists(st.floats(0.0, 3.0), min_size=5, max_size=5),
+       forms=st.booleans())
+def test_prepared_coverage_matches_the_per_text_computation(
+    words: list[str], terms: list[str], weighted: bool, weights: list[float], forms: bool,
+) -> None:
+    text = "Melanie: " + " ".join(words) + "!"
+    ws = weights[:len(terms)] if weighted else None
+    alternatives = {t: ("camped", "camps") for t in terms if forms and t == "camping"}
+    want = _reference_coverage(text, terms, ws, alternatives)
+    assert morph.Coverage(terms, ws, alternatives)(text) == want
+    assert morph.coverage(text, terms, ws, alternatives) == want
+
+
+@contextmanager
+def _statements(mem: Memory) -> Iterator[list[str]]:
+    store = mem.store
+    assert isinstance(store, SQLiteStore)
+    seen: list[str] = []
+    conn: sqlite3.Connection = store.db.conn
+    conn.set_trace_callback(seen.append)
+    try:
+        yield seen
+    finally:
+        conn.set_trace_callback(None)
+
+
+def _turns(n: int, session: str = "s1") -> list[dict[str, object]]:
+    return [{"session": session, "speaker": "Ben" if i % 2 else "Mira", "role": "user",
+             "text": f"line {i} about the Leipzig marathon and pasta",
+             "id": f"{session}:{i}", "timestamp": 1_714_759_200 + 60 * i} for i in range(n)]
+
+
+def test_an_empty_memory_table_is_not_searched(store_dir: Path) -> None:
+    """A store of imported turns holds no memories: recall asks neither the memories'
+    full-text tables nor their vocabulary (it did, two searches and a lookup per token)."""
+    with Memory.open(store_dir, embedder=hashing(), project="global") as mem:
+        mem.add_turns(_turns(6), source="chat")
+        with _statements(mem) as seen:
+            packet = mem.recall("Leipzig marathon pasta", log=False)
+        assert packet.items and all(i.type == "turn" for i in packet.items)
+        assert not [s for s in seen if "memories_fts" in s or "memories_tri" in s
+                    or "memories_vocab" in s]
+        assert any("turns_fts" in s for s in seen)
+        # Once a memory exists, the memories' side is searched and finds it by its words.
+        mem.write("the Leipzig marathon pasta party is on Friday")
+        with _statements(mem) as seen:
+            packet = mem.recall("Leipzig marathon pasta", log=False)
+        assert any("memories_fts" in s for s in seen)
+        assert any(i.type == "memory" and i.source == "lexical" for i in packet.items)
+
+
+def test_document_frequencies_match_one_lookup_per_token(
+    store_dir: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(sqlite_store, "_VOCAB_CHUNK", 2)  # several statements, one token over
+    with Memory.open(store_dir, embedder=hashing(), project="global") as mem:
+        mem.add_turns(_turns(5) + _turns(3, "s2"), source="chat")
+        store = mem.store
+        assert isinstance(store, SQLiteStore)
+        tokens = ["leipzig", "marathon", "nowhere", "line", "leipzig", "1", "4", "pasta"]
+        got, total = store.document_frequencies("t", tokens)
+        with store.db.read() as c:
+            one_by_one = {t: (row[0] if (row := c.execute(
+                "SELECT doc FROM temp.turns_vocab WHERE term = ?", (t,)).fetchone()) else 0)
+                for t in tokens}
+        assert got == one_by_one and got["leipzig"] == 8 and got["nowhere"] == 0
+        assert got["1"] == 2 and got["4"] == 1 and total >= 8
+        assert store.document_frequencies("m", tokens) == (dict.fromkeys(tokens, 0), 0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(picks=st.lists(st.tuples(st.sampled_from(["s1", "s2", "s3"]), st.integers(0, 7)),
+                      min_size=1, max_size=10),
+       radius=st.integers(0, 2))
+def test_neighbour_turns_are_every_turn_within_the_radius_once(
+    neighbour_store: Memory, picks: list[tuple[str, int]], radius: int,
+) -> None:
+    store = neighbour_store.store
+    every = store.turns_between(["global"], -1e12, 1e12, 1_000)
+    by_place = {(t.session, t.turn_index): t for t in every}
+    hits = [by_place[p] for p in picks if p in by_place]
+    got = store.neighbour_turns(hits, radius=radius)
+    want = {t.id for t in every if any(t.session == h.session
+                                       and abs(t.turn_index - h.turn_index) <= radius
+                                       for h in hits)}
+    assert sorted(t.id for t in got) == sorted(want)  # each once, overlapping windows too
+    assert {t.id: t for t in got} == {t.id: t for t in every if t.id in want}
+
+
+@pytest.fixture(scope="module")
+def neighbour_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory]:
+    """Three sessions of 8, 3 and 6 turns (a hit at the first or last place has one
+    neighbour)."""
+    home = tmp_path_factory.mktemp("neighbours") / "store"
+    with Memory.open(home, embedder=hashing(), project="global") as mem:
+        mem.add_turns(_turns(8) + _turns(3, "s2") + _turns(6, "s3"), source="chat")
+        yield mem
