@@ -32,7 +32,7 @@ from tideline.store.namespace import DF_CACHE_MIN as _DF_CACHE_MIN
 from tideline.store.namespace import DF_CACHE_SIZE as _DF_CACHE_SIZE
 from tideline.store.namespace import NamespaceRows
 from tideline.store.postgres import lexical as pg_lexical
-from tideline.store.postgres.connection import LOCK_KEY, Conn, Database
+from tideline.store.postgres.connection import LOCK_KEY, Conn, Database, VectorParam
 from tideline.store.postgres.locks import SleepLocks
 from tideline.store.postgres.turns import TurnRows
 from tideline.store.rows import MEMORY_COLUMNS as _MEMORY_COLUMNS
@@ -237,11 +237,11 @@ class PostgresStore(TurnRows, NamespaceRows):
         )
 
     def _put_vector(self, c: Conn, space: str, key: int, vector: np.ndarray) -> None:
-        arr = np.ascontiguousarray(vector, dtype=np.float32).ravel()
+        # The binary form the gated write and the searches send (exact float32s).
         c.execute(
             "INSERT INTO vectors(space, key, v) VALUES (?, ?, ?::vector) "
             "ON CONFLICT (space, key) DO UPDATE SET v = excluded.v",
-            (space, key, vector_text(arr)),
+            (space, key, VectorParam(vector)),
         )
 
     def record_gated(self, c: Conn, write: GatedWrite) -> int:
