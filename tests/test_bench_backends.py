@@ -9,6 +9,8 @@ lost nothing. PostgreSQL is the benchmark's own embedded server.
 from __future__ import annotations
 
 import json
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -90,3 +92,26 @@ def test_the_embedded_server_takes_the_shared_buffers_asked(tmp_path: Path) -> N
         assert where.database is not None
         with psycopg.connect(where.database) as conn:
             assert conn.execute("SHOW shared_buffers").fetchone() == ("192MB",)
+
+
+def test_a_kept_server_a_killed_run_held_is_stopped_after_the_next_run(tmp_path: Path) -> None:
+    """A bench killed mid-run left its pid among the server's holders in the kept data
+    directory; every later ``--keep`` run then left the embedded server running."""
+    import subprocess
+    import sys
+
+    with place("postgres", tmp_path, "first", keep=True):
+        pass
+    holders = tmp_path / "pg" / ".handle_pids.json"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])  # noqa: S603
+    dead.wait()
+    holders.write_text(json.dumps([dead.pid]))  # what the killed run left behind
+    postmaster = tmp_path / "pg" / "postmaster.pid"
+    try:
+        with place("postgres", tmp_path, "second", keep=True) as where:
+            assert where.database is not None and postmaster.exists()
+        assert not postmaster.exists()  # stopped, not left running
+        assert json.loads(holders.read_text()) == []
+    finally:
+        if postmaster.exists():  # the failure left it running: stop it for the next test
+            os.kill(int(postmaster.read_text().split()[0]), signal.SIGINT)

