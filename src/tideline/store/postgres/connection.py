@@ -367,11 +367,37 @@ class Conn:
     def pipelined(self) -> Iterator[None]:
         """One transaction in pipeline mode (see the module's docstring)."""
         self.counter.add(2)  # BEGIN and COMMIT (or ROLLBACK)
+        try:
+            with self._pipelined():
+                yield
+        except BaseException:
+            # A statement nobody read failed: it comes out at the final Sync, which
+            # leaves the transaction failed (COMMIT was skipped). End it here, not in
+            # the pool.
+            if self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                with contextlib.suppress(psycopg.Error):
+                    self.raw.execute("ROLLBACK")
+            raise
+
+    @contextlib.contextmanager
+    def _pipelined(self) -> Iterator[None]:
         with self.raw.pipeline() as pipe:
             self.pipeline = pipe
             try:
-                with self.raw.transaction():
+                # Not psycopg's transaction(): in a pipeline it waits for BEGIN's result,
+                # and again before COMMIT. Here BEGIN goes with the first statements and
+                # COMMIT with the Sync that ends the pipeline: two round trips fewer.
+                self.raw.execute("BEGIN")
+                try:
                     yield
+                except BaseException:
+                    # After an error the server skips what was queued until a Sync, and
+                    # the transaction is then failed: Sync first, then ROLLBACK.
+                    with contextlib.suppress(psycopg.Error):
+                        pipe.sync()
+                    self.raw.execute("ROLLBACK")
+                    raise
+                self.raw.execute("COMMIT")  # sent, and its result read, at the Sync below
             finally:
                 self.pipeline = None
 
