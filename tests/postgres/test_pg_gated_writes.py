@@ -184,9 +184,9 @@ def test_a_gated_write_waits_for_the_server_four_times(pg_mem: Memory,
     """Counted in libpq's trace (reproducer: ``python -m tideline.bench writers --backend
     sqlite,postgres --writers 1,16``): a write that links waits for the server 4 times:
     the gate's search with the key, then in the transaction the key's re-check with the
-    neighbour's lock (BEGIN sent with them), the rows, COMMIT. It was 7: the key read on
+    neighbour's lock (BEGIN sent with them), the rows, COMMIT. It was 9: the key read on
     its own before the search, BEGIN waited for, the neighbour's lock after the key's
-    re-check, and a wait before COMMIT and one after it."""
+    re-check, and a Sync before COMMIT and one after it."""
     pg_mem.remember("the lighthouse keeper logs the tide at dawn")
     pg_mem.remember("the heron nests on the north marsh")
     res, syncs = _traced_syncs(pg_mem, monkeypatch, tmp_path, lambda: pg_mem.remember(

@@ -16,10 +16,16 @@ is retried with jittered back-off first.
 A write transaction runs in psycopg's pipeline mode: a statement whose result nobody
 reads yet (an INSERT, an advisory lock) is sent without waiting for the server, and
 the queue is flushed when a result is read (``fetchone``, ``rowcount``) or at commit.
-A new gated write's transaction then holds its locks (from the idempotency key's
-advisory lock to COMMIT) over 4 round trips instead of 8 (7 in all instead of 9,
-counted with libpq's trace); with many writers on few cores a round trip is a wait for
-the client process to be scheduled again, so this is most of the lock hold.
+``BEGIN`` and ``COMMIT`` are sent as statements of the pipeline, not through psycopg's
+``transaction()``, which waits for ``BEGIN``'s result and syncs again before
+``COMMIT``: ``BEGIN`` goes with the transaction's first statements and ``COMMIT`` with
+the pipeline's closing Sync. A gated write's transaction (the idempotency key's
+advisory lock and re-check with the neighbour's row lock, the rows, COMMIT) then
+waits for the server 3 times (counted with libpq's trace; it was 7: BEGIN, the key,
+the neighbour's lock, the rows, a Sync, COMMIT and a Sync again, one wait each);
+with many writers on few cores a round trip is a wait for the client process to be
+scheduled again, so this is most of the lock hold. A failed statement nobody read
+comes out at that Sync, which leaves the transaction failed: it is rolled back there.
 The statements still run one after the other, in order, on the server.
 
 Every statement a :class:`Conn` sends is counted (:attr:`Database.statements`): the

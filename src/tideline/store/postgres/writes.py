@@ -8,7 +8,12 @@ statement of data-modifying ``WITH`` queries (:func:`gated_statement`): every ro
 in at once, the foreign keys are checked at its end (the new memory is visible to them
 by then), and the statement also reads the pending-vector flag that the write path
 asks for right after (``vectors_pending``). The gate's own search reads the neighbours'
-status with them (:func:`gate_sql`), instead of a second query for their records.
+status with them (:func:`gate_sql`), instead of a second query for their records, and
+the idempotency key's stored outcome too (:func:`keyed_gate_sql`), instead of a key
+read of its own before the embedding. In the transaction the key's re-check and the
+potentiation target's row lock go together (``PostgresStore.commit_reads``): a gated
+write is 7 statements and waits for the server 4 times (it was 8 and 9, see
+:mod:`~tideline.store.postgres.connection` for BEGIN and COMMIT).
 
 A vector parameter (:class:`~tideline.store.postgres.connection.VectorParam`) goes in
 pgvector's binary form — a 16-bit dimension count, 16 unused bits, big-endian float32s
