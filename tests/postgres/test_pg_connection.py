@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 
@@ -60,6 +61,35 @@ def test_write_is_one_transaction_nested_use_joins_errors_roll_back(tmp_path: Pa
         assert db.get_meta("a") is None and db.get_meta("b") is None
         db.set_meta("a", "1")
         assert db.get_meta("a") == "1"
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("failure", ["unread", "read", "python"])
+def test_a_failed_write_ends_its_own_transaction(tmp_path: Path, pg_url: str, failure: str,
+                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """BEGIN and COMMIT travel with the write's statements (no wait of their own): a
+    write that fails — a statement whose result nobody read, one that was read, or
+    the caller's own error — is rolled back by the write itself, nothing of it is
+    kept, and the connection goes back to the pool idle (the pool would warn about
+    rolling one back) and works."""
+    caplog.set_level(logging.WARNING)
+    db = Database(pg_url, tmp_path, pool_size=1)
+    try:
+        with pytest.raises(StoreError if failure != "python" else RuntimeError):
+            with db.write() as c:
+                c.execute("INSERT INTO db_meta(key, value) VALUES ('a', '1')")
+                if failure == "unread":
+                    c.execute("INSERT INTO db_meta(key, value) VALUES ('a', 'again')")
+                elif failure == "read":
+                    c.execute("INSERT INTO db_meta(key, value) VALUES ('a', 'again') "
+                              "RETURNING key").fetchone()
+                else:
+                    raise RuntimeError("the caller's own error")
+        assert db.get_meta("a") is None
+        assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+        db.set_meta("b", "2")
+        assert db.get_meta("b") == "2"
     finally:
         db.close()
 

@@ -4,6 +4,7 @@ sqlite,postgres --writers 1,16``)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -71,10 +72,11 @@ def test_gated_writes_leave_the_same_rows_on_both_backends(pg_url: str, tmp_path
 
 def test_a_gated_write_sends_its_rows_in_one_statement(pg_mem: Memory,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
-    """A write that links: the key read, the gate's search (with the neighbours' status),
-    then BEGIN, the key's lock and re-read, the neighbour's lock, one statement for every
-    row, COMMIT — 8 statements (15 before: one per row, a second read of the neighbours'
-    records and a read of the pending-vector flag after commit)."""
+    """A write that links: the gate's search with the key read (and the neighbours'
+    status), then BEGIN, the key's lock and re-read, the neighbour's lock, one statement
+    for every row, COMMIT — 7 statements (8 when the key was read on its own first, 15
+    before that: one per row, a second read of the neighbours' records and a read of the
+    pending-vector flag after commit)."""
     pg_mem.remember("the lighthouse keeper logs the tide at dawn")
     pg_mem.remember("the heron nests on the north marsh")
     sent: list[str] = []
@@ -88,7 +90,8 @@ def test_a_gated_write_sends_its_rows_in_one_statement(pg_mem: Memory,
     before = pg_mem.store.statements_sent()
     res = pg_mem.remember("the lighthouse keeper logs the tide at dawn on pier 17")
     assert res.decision == "link"
-    assert pg_mem.store.statements_sent() - before == 8
+    assert pg_mem.store.statements_sent() - before == 7
+    assert "FROM write_keys" in sent[0] and "FROM vectors" in sent[0]
     inserts = [s for s in sent if "INSERT INTO" in s]
     assert len(inserts) == 1
     for table in ("memories", "memories_lex", "vectors", "edges", "write_keys", "events"):
@@ -143,3 +146,70 @@ def test_the_gates_search_through_the_index_finds_the_nearest(pg_url: str,
         assert "vectors_hnsw_8" in plan
     finally:
         store.close()
+
+
+def _traced_syncs(mem: Memory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                  action: Any) -> tuple[Any, int]:
+    """Run ``action`` with libpq's trace on every connection it takes from the pool;
+    returns its result and its round trips: the times the server answered after the
+    client had sent something (in the trace, a backend line after a frontend line)."""
+    from tideline.store.postgres.connection import Database
+
+    real = Database._acquire
+    traced: list[Any] = []
+    out = (tmp_path / "trace").open("w")
+
+    def acquire(self: Database) -> Any:
+        raw = real(self)
+        raw.pgconn.trace(out.fileno())
+        traced.append(raw)
+        return raw
+
+    monkeypatch.setattr(Database, "_acquire", acquire)
+    try:
+        result = action()
+    finally:
+        for raw in traced:
+            raw.pgconn.untrace()
+        out.close()
+        monkeypatch.setattr(Database, "_acquire", real)
+    sides = [line.split("\t")[1] for line in (tmp_path / "trace").read_text().splitlines()
+             if line.count("\t") >= 2]
+    return result, sum(1 for a, b in itertools.pairwise(sides) if (a, b) == ("F", "B"))
+
+
+def test_a_gated_write_waits_for_the_server_four_times(pg_mem: Memory,
+                                                       monkeypatch: pytest.MonkeyPatch,
+                                                       tmp_path: Path) -> None:
+    """Counted in libpq's trace (reproducer: ``python -m tideline.bench writers --backend
+    sqlite,postgres --writers 1,16``): a write that links waits for the server 4 times:
+    the gate's search with the key, then in the transaction the key's re-check with the
+    neighbour's lock (BEGIN sent with them), the rows, COMMIT. It was 9: the key read on
+    its own before the search, BEGIN waited for, the neighbour's lock after the key's
+    re-check, and a Sync before COMMIT and one after it."""
+    pg_mem.remember("the lighthouse keeper logs the tide at dawn")
+    pg_mem.remember("the heron nests on the north marsh")
+    res, syncs = _traced_syncs(pg_mem, monkeypatch, tmp_path, lambda: pg_mem.remember(
+        "the lighthouse keeper logs the tide at dawn on pier 17"))
+    assert res.decision == "link"
+    assert syncs == 4
+
+
+@pytest.mark.parametrize("empty", [True, False])
+def test_a_replay_is_found_with_the_gates_search(pg_mem: Memory, empty: bool) -> None:
+    """The key read with the gate's search finds a replay in an empty space (no
+    neighbour rows) and among neighbours alike, and nothing more is sent: no
+    transaction, no row written."""
+    if not empty:
+        pg_mem.remember("the kiln is fired on thursdays", scope="other")
+    first = pg_mem.remember("the heron nests on the north marsh", idempotency_key="k1")
+    if empty:  # the key's memory is the only one of its scope: move it out of the way
+        with pg_mem.store.db.write() as c:
+            c.execute("DELETE FROM vectors WHERE key = ?", (first.id,))
+    before = pg_mem.store.statements_sent()
+    again = pg_mem.remember("something else entirely, the otter sleeps",
+                            idempotency_key="k1")
+    assert again.replayed and again.id == first.id and again.decision == first.decision
+    assert pg_mem.store.statements_sent() - before == 1
+    with pg_mem.store.db.read() as c:
+        assert c.execute("SELECT count(*) FROM memories").fetchone()[0] == (1 if empty else 2)

@@ -210,7 +210,9 @@ def test_backends_keep_only_what_differs() -> None:
 #: that reads the store or writes db_meta flushes them first, then calls the shared one),
 #: and its store loads memories through ``COPY`` with the derived indexes built at the end;
 #: a gated write is one statement of the same rows (``record_gated``, the shared SQL
-#: fragments), and the gate's search reads the neighbours' status in the same statement.
+#: fragments), and the gate's search reads the neighbours' status in the same statement,
+#: and the idempotency key with it (``keyed_nearest_live``); in the transaction the key's
+#: re-check and the neighbour's row lock go in one round trip (``commit_reads``).
 #: (Storing a re-embedded vector and writing the new rows' index rows are hooks of the
 #: shared loader, ``_store_vector`` and ``_index_memories``/``_index_turns``, not overrides.)
 _DIFFERS_BY_DESIGN = {
@@ -219,6 +221,7 @@ _DIFFERS_BY_DESIGN = {
     "PostgresLoader.is_new", "PostgresLoader.finish",
     "PostgresStore.bulk_load", "PostgresStore.insert_memories",
     "PostgresStore.record_gated", "PostgresStore.nearest_live",
+    "PostgresStore.keyed_nearest_live", "PostgresStore.commit_reads",
 }
 
 

@@ -162,6 +162,23 @@ class WriteRows(Protocol):
     ) -> None:
         """Remember the outcome of an idempotency key (``refresh``: replace an older one)."""
 
+    @property
+    def key_with_gate(self) -> bool:
+        """Whether the key is read with the gate's search (:meth:`keyed_nearest_live`,
+        after the embedding) rather than first."""
+
+    def keyed_nearest_live(
+        self, vectors: VectorSearch, scope: str, vector: np.ndarray, k: int, key: str, *,
+        since: float | None = None,
+    ) -> tuple[tuple[int, str, float, int | None] | None, tuple[int | None, float]]:
+        """The key's stored outcome and, without one, the gate's neighbour and cosine."""
+
+    def commit_reads(
+        self, c: Any, key: str, *, since: float | None, lock: Sequence[int],
+    ) -> tuple[tuple[int, str, float, int | None] | None, dict[int, MemoryRecord]]:
+        """Inside ``c``: the key's stored outcome (held until commit) and, without one,
+        the memories ``lock`` (locked until commit where the backend locks rows)."""
+
     def insert_memory(self, c: Any, rec: MemoryRecord, vector: np.ndarray | None) -> int:
         """Insert a memory with its index rows (and vector, or mark it pending)."""
 

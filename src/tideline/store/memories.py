@@ -192,6 +192,34 @@ class MemoryRows(BackendRows):
             return None
         return int(row[0]), str(row[1]), float(row[2]), row[3]
 
+    #: The gate's first reads (the key's outcome, the neighbours) go to the server in one
+    #: statement (:meth:`keyed_nearest_live`), after the embedding; False: the key is read
+    #: first, so a replay embeds nothing (a local read costs less than an embedding).
+    key_with_gate = False
+
+    def keyed_nearest_live(
+        self, vectors: VectorSearch, scope: str, vector: np.ndarray, k: int, key: str, *,
+        since: float | None = None,
+    ) -> tuple[tuple[int, str, float, int | None] | None, tuple[int | None, float]]:
+        """The idempotency key's stored outcome (as :meth:`write_key`) and, when it has
+        none, the gate's neighbour (as :meth:`nearest_live`; ``(None, 0.0)`` after a
+        replay)."""
+        seen = self.write_key(key, since=since)
+        if seen is not None:
+            return seen, (None, 0.0)
+        return None, self.nearest_live(vectors, scope, vector, k)
+
+    def commit_reads(
+        self, c: Any, key: str, *, since: float | None, lock: Sequence[int],
+    ) -> tuple[tuple[int, str, float, int | None] | None, dict[int, MemoryRecord]]:
+        """Inside the write transaction ``c``: the key's stored outcome (the key held until
+        commit, see :meth:`write_key`) and the memories ``lock`` (locked until commit on
+        PostgreSQL, see :meth:`get_memories`; none read after a replay)."""
+        seen = self.write_key(key, since=since)
+        if seen is not None or not lock:
+            return seen, {}
+        return None, self.get_memories(lock, c)
+
     def record_write_key(
         self, c: Any, key: str, mid: int, decision: str, similarity: float,
         nearest: int | None, now: float, *, refresh: bool = False,

@@ -115,11 +115,14 @@ class Writer:
         #: The clock the retry window is measured with (tests may replace it).
         self.clock: Callable[[], float] = time.time
 
+    def _since(self, explicit: bool, now: float) -> float | None:
+        """Since when a stored outcome of the key makes this write a replay (None: ever)."""
+        return None if explicit else now - float(self.config.write_retry_window_s)
+
     def _seen(self, key: str, explicit: bool,
               now: float) -> tuple[int, str, float, int | None] | None:
         """The stored outcome this write replays, if it is a retry."""
-        since = None if explicit else now - float(self.config.write_retry_window_s)
-        return self.store.write_key(key, since=since)
+        return self.store.write_key(key, since=self._since(explicit, now))
 
     def write(
         self, rec: MemoryRecord, *, key: str | None, source: str, gate: bool = True
@@ -171,17 +174,31 @@ class Writer:
         """
         explicit = key is not None
         key = key or idempotency_key(self.store.namespace, rec, source)
-        seen = self._seen(key, explicit, self.clock())
-        if seen is not None:
-            return _replayed(seen, rec.scope)
+        # On a database server the key is read with the gate's search, one round trip
+        # less per write; a replay then costs an embedding (retries are rare).
+        together = gate and self.store.key_with_gate
+        if not together:
+            seen = self._seen(key, explicit, self.clock())
+            if seen is not None:
+                return _replayed(seen, rec.scope)
         if vector is None:
             embedded = self.guard.passages([rec.text])
             vector = None if embedded is None else embedded[0]
         if vector is None:  # the embedder is unavailable: judge by the words
+            if together and (seen := self._seen(key, explicit, self.clock())) is not None:
+                return _replayed(seen, rec.scope)
             nearest, similarity = self._lexical_nearest(rec) if gate else (None, 0.0)
             same, related = 1.0, LEXICAL_RELATED
         else:
-            nearest, similarity = self._nearest(rec.scope, vector) if gate else (None, 0.0)
+            if together:
+                seen, (nearest, similarity) = self.store.keyed_nearest_live(
+                    self.vectors, rec.scope, vector, GATE_K, key,
+                    since=self._since(explicit, self.clock()))
+                if seen is not None:
+                    return _replayed(seen, rec.scope)
+            else:
+                nearest, similarity = (self._nearest(rec.scope, vector) if gate
+                                       else (None, 0.0))
             same, related = self.embedder.profile.same, self.embedder.profile.related
         decision = gate_decision(similarity, same, related) if nearest else "new"
         return PreparedWrite(rec=rec, key=key, source=source, vector=vector, nearest=nearest,
@@ -199,12 +216,14 @@ class Writer:
         rec, key, nearest, similarity = (prepared.rec, prepared.key, prepared.nearest,
                                          prepared.similarity)
         decision = prepared.decision
-        seen = self._seen(key, prepared.explicit_key, now)
+        # The key's re-check and the potentiation target's lock in one round trip.
+        lock = [nearest] if decision == "potentiate" and nearest is not None else []
+        seen, found = self.store.commit_reads(
+            c, key, since=self._since(prepared.explicit_key, now), lock=lock)
         if seen is not None:
             return _replayed(seen, rec.scope)
         target = None
         if decision == "potentiate" and nearest is not None:
-            found = self.store.get_memories([nearest], c)
             target = found.get(nearest)
             if target is None or target.status == "superseded":
                 decision, target = "new", None

@@ -16,10 +16,16 @@ is retried with jittered back-off first.
 A write transaction runs in psycopg's pipeline mode: a statement whose result nobody
 reads yet (an INSERT, an advisory lock) is sent without waiting for the server, and
 the queue is flushed when a result is read (``fetchone``, ``rowcount``) or at commit.
-A new gated write's transaction then holds its locks (from the idempotency key's
-advisory lock to COMMIT) over 4 round trips instead of 8 (7 in all instead of 9,
-counted with libpq's trace); with many writers on few cores a round trip is a wait for
-the client process to be scheduled again, so this is most of the lock hold.
+``BEGIN`` and ``COMMIT`` are sent as statements of the pipeline, not through psycopg's
+``transaction()``, which waits for ``BEGIN``'s result and syncs again before
+``COMMIT``: ``BEGIN`` goes with the transaction's first statements and ``COMMIT`` with
+the pipeline's closing Sync. A gated write's transaction (the idempotency key's
+advisory lock and re-check with the neighbour's row lock, the rows, COMMIT) then
+waits for the server 3 times (counted with libpq's trace; it was 7: BEGIN, the key,
+the neighbour's lock, the rows, a Sync, COMMIT and a Sync again, one wait each);
+with many writers on few cores a round trip is a wait for the client process to be
+scheduled again, so this is most of the lock hold. A failed statement nobody read
+comes out at that Sync, which leaves the transaction failed: it is rolled back there.
 The statements still run one after the other, in order, on the server.
 
 Every statement a :class:`Conn` sends is counted (:attr:`Database.statements`): the
@@ -367,11 +373,37 @@ class Conn:
     def pipelined(self) -> Iterator[None]:
         """One transaction in pipeline mode (see the module's docstring)."""
         self.counter.add(2)  # BEGIN and COMMIT (or ROLLBACK)
+        try:
+            with self._pipelined():
+                yield
+        except BaseException:
+            # A statement nobody read failed: it comes out at the final Sync, which
+            # leaves the transaction failed (COMMIT was skipped). End it here, not in
+            # the pool.
+            if self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+                with contextlib.suppress(psycopg.Error):
+                    self.raw.execute("ROLLBACK")
+            raise
+
+    @contextlib.contextmanager
+    def _pipelined(self) -> Iterator[None]:
         with self.raw.pipeline() as pipe:
             self.pipeline = pipe
             try:
-                with self.raw.transaction():
+                # Not psycopg's transaction(): in a pipeline it waits for BEGIN's result,
+                # and again before COMMIT. Here BEGIN goes with the first statements and
+                # COMMIT with the Sync that ends the pipeline: two round trips fewer.
+                self.raw.execute("BEGIN")
+                try:
                     yield
+                except BaseException:
+                    # After an error the server skips what was queued until a Sync, and
+                    # the transaction is then failed: Sync first, then ROLLBACK.
+                    with contextlib.suppress(psycopg.Error):
+                        pipe.sync()
+                    self.raw.execute("ROLLBACK")
+                    raise
+                self.raw.execute("COMMIT")  # sent, and its result read, at the Sync below
             finally:
                 self.pipeline = None
 

@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 __all__ = ["PostgresStore"]
 
 _CHUNK = 1000
+_KEY_READ = ("SELECT memory_id, decision, similarity, nearest FROM write_keys "
+             "WHERE namespace = ? AND key = ? AND created_at >= ?")
 # How long a pending-vector flag read by a write answers vectors_pending (seconds).
 _HINT_SECONDS = 1.0
 #: The sleep-state key cluster routing reads on every recall (see ``state_seen``).
@@ -265,6 +267,45 @@ class PostgresStore(TurnRows, NamespaceRows):
         if not isinstance(vectors, PostgresVectorSpaces) or vectors.store is not self:
             return super().nearest_live(vectors, scope, vector, k)
         return best_live(vectors.gate_neighbours(self.namespace, scope, vector, k))
+
+    key_with_gate = True  # a round trip to the server costs more than a local read
+
+    def keyed_nearest_live(
+        self, vectors: VectorSearch, scope: str, vector: np.ndarray, k: int, key: str, *,
+        since: float | None = None,
+    ) -> tuple[tuple[int, str, float, int | None] | None, tuple[int | None, float]]:
+        """The key's stored outcome and the gate's neighbour (see
+        :meth:`MemoryRows.keyed_nearest_live`) in one statement when ``vectors`` is this
+        store's pgvector search."""
+        from tideline.store.postgres.vectors import PostgresVectorSpaces
+
+        found = None
+        if isinstance(vectors, PostgresVectorSpaces) and vectors.store is self:
+            found = vectors.keyed_gate_neighbours(self.namespace, scope, vector, k, key, since)
+        if found is None:
+            return super().keyed_nearest_live(vectors, scope, vector, k, key, since=since)
+        seen, rows = found
+        return seen, ((None, 0.0) if seen is not None else best_live(rows))
+
+    def commit_reads(
+        self, c: Conn, key: str, *, since: float | None, lock: Sequence[int],
+    ) -> tuple[tuple[int, str, float, int | None] | None, dict[int, MemoryRecord]]:
+        """The key's re-check (its advisory lock first) and the lock of the memories
+        ``lock`` sent together: one round trip in the write's pipeline (see
+        :meth:`MemoryRows.commit_reads`). The memories are locked even when the key
+        turns out seen; the transaction is about to end then."""
+        self._hold_write_key(c, key)
+        keyed = c.execute(_KEY_READ, (self.namespace, key,
+                                      float("-inf") if since is None else since))
+        wanted = sorted({int(i) for i in lock})
+        locked = c.execute(f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE "  # noqa: S608
+                           "namespace = ? AND id = ANY(?) ORDER BY id FOR NO KEY UPDATE",
+                           (self.namespace, wanted)) if wanted else None
+        row = keyed.fetchone()
+        records = [memory_from_row(r) for r in locked.fetchall()] if locked is not None else []
+        if row is not None:
+            return (int(row[0]), str(row[1]), float(row[2]), row[3]), {}
+        return None, {rec.id: rec for rec in records}
 
     def bulk_load(self, expected: int = 0) -> contextlib.AbstractContextManager[Conn]:
         """One transaction for a large load of about ``expected`` rows (see

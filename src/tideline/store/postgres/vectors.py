@@ -153,6 +153,43 @@ class PostgresVectorSpaces:
             rows = self._gate_run(namespace, space, q, k, True)
         return rows
 
+    def keyed_gate_neighbours(
+        self, namespace: str, scope: str, query: np.ndarray, k: int, key: str,
+        since: float | None,
+    ) -> tuple[tuple[int, str, float, int | None] | None,
+               list[tuple[int, float, str | None]]] | None:
+        """:meth:`gate_neighbours` and the idempotency key's stored outcome (at or after
+        ``since``; None: unseen) in one statement (the same plan and fallback); None
+        when ``query`` cannot be searched (not a finite nonzero vector of the dimension).
+        """
+        q = np.asarray(query, dtype=np.float32).ravel()
+        if k <= 0 or q.shape[0] != self.dim or not np.isfinite(q).all() or not q.any():
+            return None
+        space = self.store.space("m", scope)
+        exact = self._exact(space)
+        seen, rows = self._keyed_run(namespace, space, q, k, key, since, exact)
+        if seen is None and not exact and len(rows) < k:
+            seen, rows = self._keyed_run(namespace, space, q, k, key, since, True)
+        return seen, rows
+
+    def _keyed_run(
+        self, namespace: str, space: str, q: np.ndarray, k: int, key: str,
+        since: float | None, exact: bool,
+    ) -> tuple[tuple[int, str, float, int | None] | None, list[tuple[int, float, str | None]]]:
+        from tideline.store.postgres.writes import keyed_gate_sql
+
+        with self.store.db.read() as c:
+            if not exact:
+                self._settings(c, max(GATE_EF_SEARCH, 2 * int(k)))
+            args = (VectorParam(q), space, k, namespace, namespace, key,
+                    float("-inf") if since is None else since)
+            found = c.execute(keyed_gate_sql(self.dim, exact), args).fetchall()
+        first = found[0] if found else None
+        seen = None if first is None or first[3] is None else (
+            int(first[3]), str(first[4]), float(first[5]), first[6])
+        return seen, [(int(n), 1.0 - float(d), None if status is None else str(status))
+                      for n, d, status, *_ in found if n is not None]
+
     def _gate_run(self, namespace: str, space: str, q: np.ndarray, k: int,
                   exact: bool) -> list[tuple[int, float, str | None]]:
         from tideline.store.postgres.writes import gate_sql

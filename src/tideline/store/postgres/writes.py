@@ -8,7 +8,12 @@ statement of data-modifying ``WITH`` queries (:func:`gated_statement`): every ro
 in at once, the foreign keys are checked at its end (the new memory is visible to them
 by then), and the statement also reads the pending-vector flag that the write path
 asks for right after (``vectors_pending``). The gate's own search reads the neighbours'
-status with them (:func:`gate_sql`), instead of a second query for their records.
+status with them (:func:`gate_sql`), instead of a second query for their records, and
+the idempotency key's stored outcome too (:func:`keyed_gate_sql`), instead of a key
+read of its own before the embedding. In the transaction the key's re-check and the
+potentiation target's row lock go together (``PostgresStore.commit_reads``): a gated
+write is 7 statements and waits for the server 4 times (it was 8 and 9, see
+:mod:`~tideline.store.postgres.connection` for BEGIN and COMMIT).
 
 A vector parameter (:class:`~tideline.store.postgres.connection.VectorParam`) goes in
 pgvector's binary form — a 16-bit dimension count, 16 unused bits, big-endian float32s
@@ -36,7 +41,7 @@ if TYPE_CHECKING:
 
     from tideline.store.base import GatedWrite
 
-__all__ = ["gate_sql", "gated_statement"]
+__all__ = ["gate_sql", "gated_statement", "keyed_gate_sql"]
 
 _EDGE = ("INSERT INTO edges(src, dst, type, weight, created_at, updated_at) "
          "SELECT id, ?, 'related', ?, ?, ? FROM m")
@@ -63,6 +68,22 @@ def gate_sql(dim: int, exact: bool) -> str:
              f"AND vector_dims(v) = {d} ORDER BY distance LIMIT ?")
     return (f"SELECT n.key, n.distance, m.status FROM ({inner}) AS n "  # noqa: S608
             "LEFT JOIN memories m ON m.id = n.key AND m.namespace = ? ORDER BY n.distance")
+
+
+def keyed_gate_sql(dim: int, exact: bool) -> str:
+    """:func:`gate_sql` and the idempotency key's stored outcome in one statement: each
+    row (key, distance, status, then the key's memory id, decision, similarity, nearest
+    — NULL when unseen), one row of NULL neighbours when the space is empty. Parameters:
+    those of :func:`gate_sql`, then the namespace, the key and the time it counts from.
+
+    The gate's search stays a derived table of its own, planned as it is alone (the
+    HNSW index of a large space).
+    """
+    return ("SELECT g.key, g.distance, g.status, w.memory_id, w.decision, w.similarity, "  # noqa: S608
+            f"w.nearest FROM (SELECT 1) AS one LEFT JOIN ({gate_sql(dim, exact)}) AS g "
+            "ON true LEFT JOIN (SELECT memory_id, decision, similarity, nearest "
+            "FROM write_keys WHERE namespace = ? AND key = ? AND created_at >= ?) AS w "
+            "ON true ORDER BY g.distance")
 
 
 def gated_statement(namespace: str, space: str, write: GatedWrite) -> tuple[str, tuple[Any, ...]]:
