@@ -54,6 +54,8 @@ def test_memories_vouch_by_their_plain_cosine_and_turns_lose_their_hubness() -> 
     assert vouching_similarity(rows, 0.5, 0.5) == 0.9
     assert abs(vouching_similarity(rows[1:2], 0.5, 0.5) - 0.85) < 1e-9
     assert vouching_similarity(rows, 0.0, 1.0) == 0.99
+    # A turn farther than usual from the centroid gains nothing.
+    assert vouching_similarity([(0.8, -0.3, "We went camping")], 0.5, 0.5) == 0.8
     assert vouching_similarity([], 0.5, 0.5) == 0.0
 
 
@@ -74,3 +76,10 @@ def test_a_stricter_share_never_vouches_more(
 ) -> None:
     low, high = min(low, high), max(low, high)
     assert vouching_similarity(rows, 0.5, low) <= vouching_similarity(rows, 0.5, high)
+
+
+@given(_rows, st.floats(0, 1), st.floats(0, 1))
+def test_no_candidate_vouches_more_than_its_raw_cosine(
+    rows: list[tuple[float, float, str | None]], hubness: float, share: float,
+) -> None:
+    assert vouching_similarity(rows, hubness, share) <= max([0.0, *(r[0] for r in rows)])

@@ -9,11 +9,13 @@ knows the answer:
   question-shaped queries sit near question-shaped turns, whatever they ask about;
 * a generic turn that sits near everything (hubness: "Thanks!", "You rock!").
 
-So the cosine that decides trust is read as the ranking reads it, less
-``turn_hubness`` times the turn's hubness, and only from turns of which at most
-``trust_question_share`` of the words sit in questions. Memories, and the keyword,
-margin and date evidence, are judged as before; the packet still reports the plain
-best cosine.
+So the cosine that decides trust is a turn's raw cosine less ``turn_hubness`` times
+how much nearer than usual it sits to its space's centroid (only lowered: a turn
+farther than usual gains nothing, so no turn vouches more than its raw cosine, on any
+embedder), and only from turns of which at most ``trust_question_share`` of the words
+sit in questions. Memories, and the keyword, margin and date evidence, are judged as
+before; the packet still reports the plain best cosine. The rule can only abstain
+more than the raw cosines would.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ def vouching_similarity(
     Args:
         rows: ``(cosine, hubness excess, turn text)`` of each candidate; the text is None
             for a memory (which always vouches by its plain cosine).
-        hubness: how much of a turn's hubness excess comes off its cosine (0: none).
+        hubness: how much of a turn's hubness excess (when positive) comes off its
+            cosine (0: none).
         question_share: a turn with more of its words in questions than this does not
             vouch (1 or more: every turn does).
 
@@ -45,5 +48,5 @@ def vouching_similarity(
         if text is None:
             best = max(best, cosine)
         elif question_share >= 1 or asking.question_share(text) <= question_share:
-            best = max(best, cosine - hubness * hub)
+            best = max(best, cosine - hubness * max(0.0, hub))
     return best
