@@ -104,6 +104,13 @@ class RecallTuning:
     # sentence's. Off: measured on LoCoMo it lifts R@5 but lowers multi-hop and
     # adversarial R@10 and about doubles the import's embedding (docs/benchmarks.md).
     sentence_share: float = 0.0
+    # Abstention (recall/trust.py): the best cosine that makes a packet trusted is read
+    # from turns of which at most trust_question_share of the words sit in questions (a
+    # turn that only asks, "Wow! What did you get?", sits near any question; 1 counts
+    # every turn), less turn_hubness times the turn's hubness excess (when positive) if
+    # trust_hubness is set: no turn vouches more than its raw cosine.
+    trust_question_share: float = 0.5
+    trust_hubness: bool = True
 
 
 @dataclass(frozen=True)

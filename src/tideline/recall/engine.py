@@ -36,7 +36,7 @@ from tideline.dynamics import retention
 from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
 from tideline.models import Edge, LexicalQuery, MemoryRecord, RecallItem, RecallPacket, Turn, iso
-from tideline.recall import asking, focus, morph, sentences, when
+from tideline.recall import asking, focus, morph, sentences, trust, when
 from tideline.recall.ahead import Later, later
 from tideline.recall.people import SpeakerDirectory, named_people
 from tideline.recall.routing import ClusterRouter
@@ -204,7 +204,11 @@ class RecallEngine:
                       default=0.0)
         margin = _margin_z([c.similarity for c in cands.values() if c.source == "vector"
                             or c.similarity > 0])
-        trusted = (best_sim >= profile.abstain or margin >= profile.margin
+        vouch = trust.vouching_similarity(
+            ((c.similarity, c.hub, turns[c.key].text if c.type == "turn" else None)
+             for c in cands.values()),
+            tune.turn_hubness if tune.trust_hubness else 0.0, tune.trust_question_share)
+        trusted = (vouch >= profile.abstain or margin >= profile.margin
                    or (bool(terms) and best_kw >= tune.keyword_trust) or dated_trust)
         if routed is not None:
             self._route(qv, cands, memories, scopes, kind, since, until, now, routed)
