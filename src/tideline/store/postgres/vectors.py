@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from tideline.store.postgres.connection import Conn
     from tideline.store.postgres.store import PostgresStore
 
-__all__ = ["GATE_EF_SEARCH", "PostgresVectorSpaces"]
+__all__ = ["GATE_EF_SEARCH", "PostgresVectorSpaces", "candidate_list"]
 
 _CENTROID_SAMPLE = 4096
 _CENTROID_LEAST = 50
@@ -41,8 +41,38 @@ _INDEX_SHARE = 0.5
 _ALWAYS_EXACT = 1_000  # vectors: exact costs less than the HNSW scan and its settings
 #: HNSW candidates of the gate's search (pgvector's default; recall's is ``ef_search``).
 GATE_EF_SEARCH = 40
+#: The index size at which a search takes its full ``ef_search`` (see candidate_list).
+FULL_EF_AT = 1_000_000
 # The hnsw.ef_search each pooled connection's session was given (see _settings).
 _SESSION_EF: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+def candidate_list(ef_search: int, k: int, total: float) -> int:
+    """The ``hnsw.ef_search`` of one recall search: ``max(ef_search, 2k)`` on an index of
+    :data:`FULL_EF_AT` vectors or more, a proportional share of it on a smaller one, but
+    never fewer than ``k`` or pgvector's default 40 (nor more than the full list).
+
+    The HNSW scan's cost grows with its candidate list (at 100k vectors: about 3 ms of
+    server CPU at 100 candidates, half that at 40), and the list it needs grows with
+    the graph: clustered 384-d vectors gave recall@10 1.000 at 40 and at 100 candidates
+    at 100k, 0.78 and 0.92 at 1M (docs/scale.md). So a 100k index is scanned with k
+    candidates (the recall pipeline's recall@10 through the index stayed 1.06x the exact
+    scan's, docs/benchmarks.md) and a 1M one with the full list, as before.
+
+    Args:
+        ef_search: the full candidate list (:class:`PostgresVectorSpaces`' ``ef_search``).
+        k: the rows the search returns.
+        total: the planner's estimate of the vectors in the index (-1: not analysed yet,
+            taken as a full-sized index).
+
+    Returns:
+        The candidate list size.
+    """
+    full = max(int(ef_search), 2 * int(k))
+    if total < 0 or total >= FULL_EF_AT:
+        return full
+    share = -(-full * int(total) // FULL_EF_AT)  # ceiling
+    return min(full, max(int(k), GATE_EF_SEARCH, share))
 
 
 class PostgresVectorSpaces:
@@ -52,7 +82,9 @@ class PostgresVectorSpaces:
         store: the PostgreSQL store.
         dim: vector dimension of the embedder in use.
         marker: the embedder marker (the store checked it on open).
-        ef_search: HNSW candidate list size per search (at least 2·k is used).
+        ef_search: HNSW candidate list size per search of an index of
+            :data:`FULL_EF_AT` vectors or more (at least 2·k is used; a smaller index
+            takes fewer, see :func:`candidate_list`).
         exact_max: spaces of at most this many vectors are searched exactly.
     """
 
@@ -128,9 +160,10 @@ class PostgresVectorSpaces:
         for space, _exact in plans:
             args += [space, text, space, k]
         sql = " UNION ALL ".join(parts)
+        indexed = [self._size(space)[1] for space, exact in plans if not exact]
         with self.store.db.read() as c:
-            if not all(exact for _space, exact in plans):
-                self._settings(c, max(self.ef_search, 2 * int(k)))
+            if indexed:
+                self._settings(c, candidate_list(self.ef_search, int(k), max(indexed)))
             return [(str(s), int(key), float(d)) for s, key, d in c.execute(sql, args)]
 
     def gate_neighbours(self, namespace: str, scope: str, query: np.ndarray,
