@@ -22,6 +22,7 @@ from tideline import text as lexical
 from tideline.recall import morph
 from tideline.store.sqlite import SQLiteStore
 from tideline.store.sqlite import store as sqlite_store
+from tideline.store.view import padded
 
 # Letters, digits, "_", punctuation, accents, CJK (Han, kana, hangul) and the characters
 # around the lowest CJK letter (U+1100), where the boundary check changes its path.
@@ -191,3 +192,68 @@ def neighbour_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory
     with Memory.open(home, embedder=hashing(), project="global") as mem:
         mem.add_turns(_turns(8) + _turns(3, "s2") + _turns(6, "s3"), source="chat")
         yield mem
+
+
+class _Recording:
+    """The store's real connection, noting the text of every statement it is given
+    (the trace callback shows them with their values bound, one text per call)."""
+
+    def __init__(self, conn: sqlite3.Connection, texts: set[str]) -> None:
+        self._conn = conn
+        self._texts = texts
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        self._texts.add(sql)
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._conn, name)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.integers(-5, 5)), most=st.integers(1, 40))
+def test_padded_lists_select_what_the_list_does(values: list[int], most: int) -> None:
+    got = padded(values, most)
+    assert got[:len(values)] == values and set(got) == set(values)
+    n, size = len(values), len(got)
+    assert n <= size <= max(n, most)
+    # Padded to a power of two (at least 8) unless the caller's most cut it short.
+    assert size in (n, most) or (size >= 8 and size & (size - 1) == 0)
+    assert size < 2 * max(n, 8)
+
+
+def test_id_lists_of_every_length_take_a_few_statement_texts(store_dir: Path) -> None:
+    """Issue 12 (LoCoMo recall latency): each length of an ``IN (…)`` list was a
+    statement text of its own, and a recall's id lists (its candidate turns, their
+    vectors, the query's tokens) of every length overflowed the connection's cache of
+    prepared statements (128), so its largest statements were prepared anew nearly
+    every time. Padded to a power of two, lengths 1 to 300 take at most six texts per
+    statement, and each read returns exactly what the unpadded one did."""
+    with Memory.open(store_dir, embedder=hashing(), project="global") as mem:
+        mem.add_turns(_turns(150) + _turns(150, "s2"), source="chat")
+        store = mem.store
+        assert isinstance(store, SQLiteStore)
+        every = store.turns_between(["global"], -1e12, 1e12, 1_000)
+        tokens = [f"w{i}" for i in range(150)] + ["leipzig", "line", "pasta"] + [
+            str(i) for i in range(150)]
+        with store.db.read() as c:
+            want_df = {t: (row[0] if (row := c.execute(
+                "SELECT doc FROM temp.turns_vocab WHERE term = ?", (t,)).fetchone()) else 0)
+                for t in tokens}
+        texts: set[str] = set()
+        real = store.db.conn
+        store.db.conn = _Recording(real, texts)  # type: ignore[assignment]
+        try:
+            for n in range(1, len(every) + 1):
+                picked = every[-n:]  # newest first in id order: the last ids
+                got = store.get_turns(t.id for t in reversed(picked))
+                assert list(got) == sorted(t.id for t in picked)
+                assert list(got.values()) == sorted(picked, key=lambda t: t.id)
+                vectors = store.turn_vectors(picked, mem.embedder.dim)
+                assert sorted(vectors) == sorted(t.id for t in picked)
+                df, _ = store.document_frequencies("t", tokens[:n])
+                assert df == {t: want_df[t] for t in tokens[:n]}
+        finally:
+            store.db.conn = real
+        for table in ("FROM turns WHERE", "FROM vectors WHERE", "turns_vocab"):
+            assert 1 < len({s for s in texts if table in s}) <= 7, table
