@@ -7,6 +7,7 @@ computation it stands for, and against the statements the store is asked.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -106,6 +107,58 @@ def test_prepared_coverage_matches_the_per_text_computation(
     want = _reference_coverage(text, terms, ws, alternatives)
     assert morph.Coverage(terms, ws, alternatives)(text) == want
     assert morph.coverage(text, terms, ws, alternatives) == want
+
+
+_FORMS_WORDS = st.sampled_from(["camp", "camps", "camped", "camping", "campfire", "scamp",
+                                 "paint", "painted", "painting", "paintings", "race", "raced",
+                                 "racing", "races", "carry", "carried", "carries", "carrying",
+                                 "activity", "activities", "melanie's", "c++", "中文"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(words=st.lists(_FORMS_WORDS, max_size=8),
+       terms=st.lists(st.sampled_from(["camped", "painting", "races", "carried",
+                                       "activities", "campfire", "c++"]),
+                      max_size=4, unique=True),
+       weights=st.none() | st.lists(st.floats(0.1, 3.0), min_size=4, max_size=4),
+       glue=st.sampled_from([" ", "-", "", ", "]))
+def test_coverage_with_real_forms_matches_the_per_text_computation(
+    words: list[str], terms: list[str], weights: list[float] | None, glue: str,
+) -> None:
+    text = "Mira: " + glue.join(words)
+    ws = weights[:len(terms)] if weights is not None else None
+    alternatives = morph.widen(terms)
+    # The forms are real ones: "camped" also finds "camping".
+    assert all(t in alternatives for t in terms if t.isalpha())
+    assert morph.Coverage(terms, ws, alternatives)(text) == _reference_coverage(
+        text, terms, ws, alternatives)
+
+
+def test_a_forms_pattern_searches_only_texts_holding_their_shared_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 12 (LoCoMo recall latency): a term with forms ("camped": camping, camps…)
+    was a pattern searched at every position of every candidate text; now only the
+    texts holding the start its forms share ("camp") are searched."""
+    searched: list[str] = []
+
+    class Counting:
+        def __init__(self, pattern: re.Pattern[str]) -> None:
+            self.pattern = pattern
+
+        def search(self, hay: str) -> re.Match[str] | None:
+            searched.append(hay)
+            return self.pattern.search(hay)
+
+    real = morph._group
+    monkeypatch.setattr(morph, "_group", lambda term, alts: Counting(real(term, alts)))
+    terms = ["camped", "painting"]
+    cover = morph.Coverage(terms, [1.0, 2.0], morph.widen(terms))
+    texts = [f"Ben: line {i} about the Leipzig marathon" for i in range(40)]
+    texts += ["Mira: we went camping!", "Ben: a scamp", "Mira: she painted a lake"]
+    got = [cover(t) for t in texts]
+    assert got[:40] == [0.0] * 40 and got[40:] == [1 / 3, 0.0, 2 / 3]
+    assert len(searched) == 3  # "camp" and "paint" are in those three only
 
 
 @contextmanager
