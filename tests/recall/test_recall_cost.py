@@ -21,9 +21,11 @@ from tests.conftest import hashing
 from tideline import Memory
 from tideline import text as lexical
 from tideline.recall import morph
+from tideline.store.rows import turn_from_row
 from tideline.store.sqlite import SQLiteStore
 from tideline.store.sqlite import store as sqlite_store
 from tideline.store.view import padded
+from tideline.times import MAX_TS, MIN_TS, clamped_time, stored_time
 
 # Letters, digits, "_", punctuation, accents, CJK (Han, kana, hangul) and the characters
 # around the lowest CJK letter (U+1100), where the boundary check changes its path.
@@ -310,3 +312,21 @@ def test_id_lists_of_every_length_take_a_few_statement_texts(store_dir: Path) ->
             store.db.conn = real
         for table in ("FROM turns WHERE", "FROM vectors WHERE", "turns_vocab"):
             assert 1 < len({s for s in texts if table in s}) <= 7, table
+
+
+_STORED_TIMES = (st.none() | st.floats(allow_nan=True, allow_infinity=True)
+                 | st.integers(-(2**70), 2**70) | st.sampled_from(
+                     [MIN_TS, MAX_TS, -62_135_596_800.5, 253_402_300_799.5, "x", True]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(spoken=_STORED_TIMES, recorded=_STORED_TIMES)
+def test_a_turn_read_back_keeps_the_times_stored_time_and_clamped_time_give(
+    spoken: object, recorded: object,
+) -> None:
+    row = (7, "s1", 2, "Mira", "user", "hello", spoken, "chat", "s1:2", "global", recorded)
+    turn = turn_from_row(row)
+    want_spoken, want_recorded = stored_time(spoken), clamped_time(recorded)
+    assert (turn.timestamp, turn.recorded_at) == (want_spoken, want_recorded)
+    assert type(turn.timestamp) is type(want_spoken)
+    assert type(turn.recorded_at) is type(want_recorded)
