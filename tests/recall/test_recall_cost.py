@@ -13,6 +13,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -330,3 +331,18 @@ def test_a_turn_read_back_keeps_the_times_stored_time_and_clamped_time_give(
     assert (turn.timestamp, turn.recorded_at) == (want_spoken, want_recorded)
     assert type(turn.timestamp) is type(want_spoken)
     assert type(turn.recorded_at) is type(want_recorded)
+
+
+@settings(max_examples=300, deadline=None)
+@given(dim=st.integers(1, 400), seed=st.integers(0, 2**32 - 1), wide=st.booleans())
+def test_the_method_dot_gives_the_bits_of_the_matmul_operator(
+    dim: int, seed: int, wide: bool,
+) -> None:
+    """Recall scores its candidates with ``v.dot(q)`` (cheaper to call); it must give
+    exactly what ``v @ q`` gave, or near-ties could change places."""
+    rng = np.random.default_rng(seed)
+    rows = rng.standard_normal((8, dim)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    q = rng.standard_normal(dim).astype(np.float64 if wide else np.float32)
+    for v in rows:  # rows of one matrix, as the store's vectors are
+        assert float(v.dot(q)) == float(v @ q)
