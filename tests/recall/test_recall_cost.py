@@ -7,11 +7,13 @@ computation it stands for, and against the statements the store is asked.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -20,8 +22,11 @@ from tests.conftest import hashing
 from tideline import Memory
 from tideline import text as lexical
 from tideline.recall import morph
+from tideline.store.rows import turn_from_row
 from tideline.store.sqlite import SQLiteStore
 from tideline.store.sqlite import store as sqlite_store
+from tideline.store.view import padded
+from tideline.times import MAX_TS, MIN_TS, clamped_time, stored_time
 
 # Letters, digits, "_", punctuation, accents, CJK (Han, kana, hangul) and the characters
 # around the lowest CJK letter (U+1100), where the boundary check changes its path.
@@ -105,6 +110,58 @@ def test_prepared_coverage_matches_the_per_text_computation(
     want = _reference_coverage(text, terms, ws, alternatives)
     assert morph.Coverage(terms, ws, alternatives)(text) == want
     assert morph.coverage(text, terms, ws, alternatives) == want
+
+
+_FORMS_WORDS = st.sampled_from(["camp", "camps", "camped", "camping", "campfire", "scamp",
+                                 "paint", "painted", "painting", "paintings", "race", "raced",
+                                 "racing", "races", "carry", "carried", "carries", "carrying",
+                                 "activity", "activities", "melanie's", "c++", "中文"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(words=st.lists(_FORMS_WORDS, max_size=8),
+       terms=st.lists(st.sampled_from(["camped", "painting", "races", "carried",
+                                       "activities", "campfire", "c++"]),
+                      max_size=4, unique=True),
+       weights=st.none() | st.lists(st.floats(0.1, 3.0), min_size=4, max_size=4),
+       glue=st.sampled_from([" ", "-", "", ", "]))
+def test_coverage_with_real_forms_matches_the_per_text_computation(
+    words: list[str], terms: list[str], weights: list[float] | None, glue: str,
+) -> None:
+    text = "Mira: " + glue.join(words)
+    ws = weights[:len(terms)] if weights is not None else None
+    alternatives = morph.widen(terms)
+    # The forms are real ones: "camped" also finds "camping".
+    assert all(t in alternatives for t in terms if t.isalpha())
+    assert morph.Coverage(terms, ws, alternatives)(text) == _reference_coverage(
+        text, terms, ws, alternatives)
+
+
+def test_a_forms_pattern_searches_only_texts_holding_their_shared_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 12 (LoCoMo recall latency): a term with forms ("camped": camping, camps…)
+    was a pattern searched at every position of every candidate text; now only the
+    texts holding the start its forms share ("camp") are searched."""
+    searched: list[str] = []
+
+    class Counting:
+        def __init__(self, pattern: re.Pattern[str]) -> None:
+            self.pattern = pattern
+
+        def search(self, hay: str) -> re.Match[str] | None:
+            searched.append(hay)
+            return self.pattern.search(hay)
+
+    real = morph._group
+    monkeypatch.setattr(morph, "_group", lambda term, alts: Counting(real(term, alts)))
+    terms = ["camped", "painting"]
+    cover = morph.Coverage(terms, [1.0, 2.0], morph.widen(terms))
+    texts = [f"Ben: line {i} about the Leipzig marathon" for i in range(40)]
+    texts += ["Mira: we went camping!", "Ben: a scamp", "Mira: she painted a lake"]
+    got = [cover(t) for t in texts]
+    assert got[:40] == [0.0] * 40 and got[40:] == [1 / 3, 0.0, 2 / 3]
+    assert len(searched) == 3  # "camp" and "paint" are in those three only
 
 
 @contextmanager
@@ -191,3 +248,101 @@ def neighbour_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory
     with Memory.open(home, embedder=hashing(), project="global") as mem:
         mem.add_turns(_turns(8) + _turns(3, "s2") + _turns(6, "s3"), source="chat")
         yield mem
+
+
+class _Recording:
+    """The store's real connection, noting the text of every statement it is given
+    (the trace callback shows them with their values bound, one text per call)."""
+
+    def __init__(self, conn: sqlite3.Connection, texts: set[str]) -> None:
+        self._conn = conn
+        self._texts = texts
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        self._texts.add(sql)
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._conn, name)
+
+
+@settings(max_examples=200, deadline=None)
+@given(values=st.lists(st.integers(-5, 5)), most=st.integers(1, 40))
+def test_padded_lists_select_what_the_list_does(values: list[int], most: int) -> None:
+    got = padded(values, most)
+    assert got[:len(values)] == values and set(got) == set(values)
+    n, size = len(values), len(got)
+    assert n <= size <= max(n, most)
+    # Padded to a power of two (at least 8) unless the caller's most cut it short.
+    assert size in (n, most) or (size >= 8 and size & (size - 1) == 0)
+    assert size < 2 * max(n, 8)
+
+
+def test_id_lists_of_every_length_take_a_few_statement_texts(store_dir: Path) -> None:
+    """Issue 12 (LoCoMo recall latency): each length of an ``IN (…)`` list was a
+    statement text of its own, and a recall's id lists (its candidate turns, their
+    vectors, the query's tokens) of every length overflowed the connection's cache of
+    prepared statements (128), so its largest statements were prepared anew nearly
+    every time. Padded to a power of two, lengths 1 to 300 take at most six texts per
+    statement, and each read returns exactly what the unpadded one did."""
+    with Memory.open(store_dir, embedder=hashing(), project="global") as mem:
+        mem.add_turns(_turns(150) + _turns(150, "s2"), source="chat")
+        store = mem.store
+        assert isinstance(store, SQLiteStore)
+        every = store.turns_between(["global"], -1e12, 1e12, 1_000)
+        tokens = [f"w{i}" for i in range(150)] + ["leipzig", "line", "pasta"] + [
+            str(i) for i in range(150)]
+        with store.db.read() as c:
+            want_df = {t: (row[0] if (row := c.execute(
+                "SELECT doc FROM temp.turns_vocab WHERE term = ?", (t,)).fetchone()) else 0)
+                for t in tokens}
+        texts: set[str] = set()
+        real = store.db.conn
+        store.db.conn = _Recording(real, texts)  # type: ignore[assignment]
+        try:
+            for n in range(1, len(every) + 1):
+                picked = every[-n:]  # newest first in id order: the last ids
+                got = store.get_turns(t.id for t in reversed(picked))
+                assert list(got) == sorted(t.id for t in picked)
+                assert list(got.values()) == sorted(picked, key=lambda t: t.id)
+                vectors = store.turn_vectors(picked, mem.embedder.dim)
+                assert sorted(vectors) == sorted(t.id for t in picked)
+                df, _ = store.document_frequencies("t", tokens[:n])
+                assert df == {t: want_df[t] for t in tokens[:n]}
+        finally:
+            store.db.conn = real
+        for table in ("FROM turns WHERE", "FROM vectors WHERE", "turns_vocab"):
+            assert 1 < len({s for s in texts if table in s}) <= 7, table
+
+
+_STORED_TIMES = (st.none() | st.floats(allow_nan=True, allow_infinity=True)
+                 | st.integers(-(2**70), 2**70) | st.sampled_from(
+                     [MIN_TS, MAX_TS, -62_135_596_800.5, 253_402_300_799.5, "x", True]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(spoken=_STORED_TIMES, recorded=_STORED_TIMES)
+def test_a_turn_read_back_keeps_the_times_stored_time_and_clamped_time_give(
+    spoken: object, recorded: object,
+) -> None:
+    row = (7, "s1", 2, "Mira", "user", "hello", spoken, "chat", "s1:2", "global", recorded)
+    turn = turn_from_row(row)
+    want_spoken, want_recorded = stored_time(spoken), clamped_time(recorded)
+    assert (turn.timestamp, turn.recorded_at) == (want_spoken, want_recorded)
+    assert type(turn.timestamp) is type(want_spoken)
+    assert type(turn.recorded_at) is type(want_recorded)
+
+
+@settings(max_examples=300, deadline=None)
+@given(dim=st.integers(1, 400), seed=st.integers(0, 2**32 - 1), wide=st.booleans())
+def test_the_method_dot_gives_the_bits_of_the_matmul_operator(
+    dim: int, seed: int, wide: bool,
+) -> None:
+    """Recall scores its candidates with ``v.dot(q)`` (cheaper to call); it must give
+    exactly what ``v @ q`` gave, or near-ties could change places."""
+    rng = np.random.default_rng(seed)
+    rows = rng.standard_normal((8, dim)).astype(np.float32)
+    rows /= np.linalg.norm(rows, axis=1, keepdims=True)
+    q = rng.standard_normal(dim).astype(np.float64 if wide else np.float32)
+    for v in rows:  # rows of one matrix, as the store's vectors are
+        assert float(v.dot(q)) == float(v @ q)

@@ -17,6 +17,7 @@ short words stay as typed.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import threading
 from collections.abc import Sequence
@@ -181,13 +182,18 @@ class Coverage:
         # Without forms and weights this is keyword_coverage's plain share of terms found.
         self._count = not alternatives and weights is None
         self._total: float = len(terms) if self._count else sum(ws)
-        # Each term is a pattern of it and its forms, or the term itself.
-        self._checks: list[tuple[re.Pattern[str] | str, float]] = []
+        # Each term is the term itself, or a pattern of it and its forms with the start
+        # they all share: most texts lack it, and a substring test is far cheaper than
+        # the pattern's search at every position.
+        self._checks: list[tuple[str, re.Pattern[str] | None, float]] = []
         if not terms or self._total <= 0:
             return
         for term, w in zip(terms, ws, strict=True):
             alts = alternatives.get(term)
-            self._checks.append((_group(term, alts) if alts is not None else term, w))
+            if alts is None:
+                self._checks.append((term, None, w))
+            else:
+                self._checks.append((_shared_start(term, alts), _group(term, alts), w))
 
     def __call__(self, text: str) -> float:
         """The weighted share of the terms ``text`` holds (0–1)."""
@@ -195,18 +201,25 @@ class Coverage:
             return 0.0
         hay = lexical._clean_keywords(text)
         if self._count:
-            return sum(1 for term, _ in self._checks if _holds(hay, term)) / self._total
+            return sum(1 for needle, group, _ in self._checks
+                       if _holds(hay, needle, group)) / self._total
         found = 0.0
-        for term, w in self._checks:
-            if _holds(hay, term):
+        for needle, group, w in self._checks:
+            if _holds(hay, needle, group):
                 found += w
         return found / self._total
 
 
-def _holds(hay: str, term: re.Pattern[str] | str) -> bool:
-    if isinstance(term, str):
-        return lexical._find_keyword(hay, term)
-    return term.search(hay) is not None
+def _holds(hay: str, needle: str, group: re.Pattern[str] | None) -> bool:
+    if group is None:
+        return lexical._find_keyword(hay, needle)
+    return needle in hay and group.search(hay) is not None
+
+
+@functools.lru_cache(maxsize=1024)
+def _shared_start(term: str, alts: tuple[str, ...]) -> str:
+    """The longest start ``term`` and all of its forms share (every match holds it)."""
+    return os.path.commonprefix([term, *alts])
 
 
 @functools.lru_cache(maxsize=1024)

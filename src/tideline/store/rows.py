@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tideline.models import MemoryRecord, Turn
-from tideline.times import clamped_time, stored_time
+from tideline.times import MAX_TS, MIN_TS, clamped_time, stored_time
 
 if TYPE_CHECKING:
     from tideline.store.base import Database
@@ -114,10 +114,16 @@ def memory_from_row(row: Sequence[Any]) -> MemoryRecord:
 
 def turn_from_row(row: Sequence[Any]) -> Turn:
     """Build a turn from a row selected with :data:`TURN_COLUMNS`."""
+    # A recall builds a hundred or more turns: a time read back as a float in range
+    # (nearly all of them) is taken as it is, what stored_time and clamped_time return.
+    spoken, recorded = row[6], row[10]
     return Turn(
         id=row[0], session=row[1], turn_index=row[2], speaker=row[3], role=row[4], text=row[5],
-        timestamp=stored_time(row[6]), source=row[7], message_id=row[8], scope=row[9],
-        recorded_at=clamped_time(row[10]),
+        timestamp=(spoken if type(spoken) is float and MIN_TS <= spoken <= MAX_TS
+                   else stored_time(spoken)),
+        source=row[7], message_id=row[8], scope=row[9],
+        recorded_at=(recorded if type(recorded) is float and MIN_TS <= recorded <= MAX_TS
+                     else clamped_time(recorded)),
     )
 
 

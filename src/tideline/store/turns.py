@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tideline.models import Turn
 from tideline.store.rows import TURN_COLUMNS, BackendRows, mark_pending, turn_from_row
-from tideline.store.view import placeholders
+from tideline.store.view import padded, placeholders
 
 if TYPE_CHECKING:
     import numpy as np
@@ -104,7 +104,7 @@ class TurnRows(BackendRows):
         out: dict[int, Turn] = {}
         with self.db.read() as c:
             for start in range(0, len(wanted), self._chunk):
-                chunk = wanted[start:start + self._chunk]
+                chunk = padded(wanted[start:start + self._chunk], self._chunk)
                 rows = c.execute(
                     f"SELECT {TURN_COLUMNS} FROM turns WHERE {self._no_index}namespace = ? "
                     f"AND id IN ({placeholders(len(chunk))})",
@@ -182,7 +182,7 @@ class TurnRows(BackendRows):
         with self.db.read() as c:
             for space, keys in by_space.items():
                 for start in range(0, len(keys), self._chunk):
-                    chunk = keys[start:start + self._chunk]
+                    chunk = padded(keys[start:start + self._chunk], self._chunk)
                     rows = c.execute(
                         f"SELECT key, v FROM vectors WHERE space = ? "
                         f"AND key IN ({placeholders(len(chunk))})", (space, *chunk)).fetchall()

@@ -30,7 +30,7 @@ from tideline.store.rows import (
 )
 from tideline.store.sqlite import fts
 from tideline.store.sqlite.connection import Database
-from tideline.store.view import placeholders
+from tideline.store.view import padded, placeholders
 
 if TYPE_CHECKING:
     from tideline.embed.base import Embedder, Vectors
@@ -74,7 +74,7 @@ class SpaceSource:
         blobs: list[bytes] = []
         with self.db.read() as c:
             for start in range(0, len(keys), 900):
-                chunk = list(keys[start:start + 900])
+                chunk = padded(keys[start:start + 900], 900)
                 rows = c.execute(
                     f"SELECT key, v FROM vectors WHERE space = ? AND key IN ({placeholders(len(chunk))})",  # noqa: E501
                     (self.space, *chunk),
@@ -306,7 +306,7 @@ class SQLiteStore(NamespaceRows):
         wanted = list(dict.fromkeys(int(i) for i in ids))
         out: dict[int, MemoryRecord] = {}
         for start in range(0, len(wanted), 900):
-            chunk = wanted[start:start + 900]
+            chunk = padded(wanted[start:start + 900], 900)
             # "+namespace": look rows up by primary key, not by walking the namespace index.
             sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE +namespace = ? "
                    f"AND id IN ({placeholders(len(chunk))})")
@@ -390,7 +390,7 @@ class SQLiteStore(NamespaceRows):
         with self.db.read() as c:
             top = c.execute(top_sql, (expression, fetch)).fetchall()
             if top:
-                ids = [int(r[0]) for r in top]
+                ids = padded([int(r[0]) for r in top], fetch)
                 keep_sql = (f"SELECT m.id FROM memories m WHERE m.id IN "
                             f"({placeholders(len(ids))}) AND {' AND '.join(where)}")
                 allowed = {int(r[0]) for r in c.execute(keep_sql, (*ids, *args)).fetchall()}
@@ -433,7 +433,7 @@ class SQLiteStore(NamespaceRows):
             # One statement per chunk: the vocabulary table looks each term up on its own
             # either way, and a statement per token cost most of this call.
             for start in range(0, len(wanted), _VOCAB_CHUNK):
-                chunk = wanted[start:start + _VOCAB_CHUNK]
+                chunk = padded(wanted[start:start + _VOCAB_CHUNK], _VOCAB_CHUNK)
                 counted.update((str(term), int(doc)) for term, doc in c.execute(
                     f"SELECT term, doc FROM temp.{vocab} WHERE term IN "
                     f"({placeholders(len(chunk))})", chunk).fetchall())
