@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tideline.errors import InvalidInput
+from tideline.processes import pid_alive
 
 __all__ = ["BACKENDS", "Place", "embedded_server", "machine", "parse_backends", "place"]
 
@@ -122,19 +123,9 @@ def _forget_dead_holders(path: Path) -> None:
         return  # no list yet (a new directory), or one the library will rewrite
     if not isinstance(pids, list):
         return
-    alive = [p for p in pids if isinstance(p, int) and _alive(p)]
+    alive = [p for p in pids if isinstance(p, int) and pid_alive(p)]
     if alive != pids:
         path.write_text(json.dumps(alive))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # someone else's live process
-    return True
 
 
 def _configure(server: Any, data: Path, shared_buffers: str) -> Any:

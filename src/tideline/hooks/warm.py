@@ -47,6 +47,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tideline.processes import pid_alive
+
 __all__ = ["alive", "ask", "enabled", "mode", "serve", "socket_path", "spawn", "stop",
            "wait_ready", "wanted"]
 
@@ -168,23 +170,13 @@ def _marker(home: Path, namespace: str) -> Path:
     return socket_path(home, namespace).with_suffix(".starting")
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _starting_pid(home: Path, namespace: str) -> int | None:
     """The pid of a server that was spawned and has not opened its socket yet."""
     try:
         pid = int(_marker(home, namespace).read_text(encoding="ascii").strip())
     except (OSError, ValueError):
         return None
-    return pid if pid > 0 and _pid_alive(pid) else None
+    return pid if pid > 0 and pid_alive(pid) else None
 
 
 def wait_ready(home: Path, namespace: str, *, limit: float | None = None) -> bool:
@@ -218,7 +210,7 @@ def wait_ready(home: Path, namespace: str, *, limit: float | None = None) -> boo
     while time.monotonic() < deadline:
         if path.exists():
             return True
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             return path.exists()
         time.sleep(step)
         step = min(0.05, step * 1.5)
@@ -274,7 +266,7 @@ def stop(home: Path, namespace: str, *, timeout: float = 15.0) -> int | None:
     pid = _starting_pid(home, namespace)
     while pid is not None and not path.exists() and time.monotonic() < deadline:
         time.sleep(0.05)  # still loading the model: it answers once its socket is open
-        if not _pid_alive(pid):
+        if not pid_alive(pid):
             break
     # A server of another version answers "stale" to any request, and steps down too.
     answer = _request(path, {"op": "stop"}, 5.0) if path.exists() else None

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from tideline.processes import pid_alive
 from tideline.secrets import redact_json, redact_secrets
 from tideline.store.base import Connection
 from tideline.store.events import change_marker
@@ -61,13 +62,7 @@ class LockHolder:
             return True
         if self.host != socket.gethostname():
             return False
-        try:
-            os.kill(self.pid, 0)
-        except ProcessLookupError:
-            return True
-        except PermissionError:
-            return False
-        return False
+        return not pid_alive(self.pid)
 
 
 class SleepView(NamespaceView):
