@@ -63,3 +63,21 @@ def pg_mem(pg_url: str, tmp_path: Path) -> Iterator[Memory]:
         yield m
     finally:
         m.close()
+
+
+def indexed_space(store: Any, vecs: Any, marker: str) -> Any:
+    """The global memory space of ``store`` holding ``vecs`` (keys 1…n, loaded by COPY),
+    analysed so that a space of more than 1,000 vectors is searched through its HNSW
+    index, not exactly; returns its :class:`PostgresVectorSpaces`."""
+    from tideline.store.postgres.store import vector_text
+    from tideline.store.postgres.vectors import PostgresVectorSpaces
+
+    spaces = PostgresVectorSpaces(store, int(vecs.shape[1]), marker, exact_max=1000)
+    with store.db.bulk() as c:
+        with c.raw.cursor().copy("COPY vectors(space, key, v) FROM STDIN") as cp:
+            for key, vec in enumerate(vecs, start=1):
+                cp.write_row(("m:default:global", key, vector_text(vec)))
+    with store.db.write() as c:
+        c.execute("ANALYZE vectors")
+    assert not spaces._exact("m:default:global")
+    return spaces

@@ -12,12 +12,12 @@ from typing import Any
 import numpy as np
 import pytest
 from tests.conftest import hashing
+from tests.postgres.conftest import indexed_space
 
 from tideline import Memory
 from tideline.store.postgres import open_postgres
 from tideline.store.postgres.connection import Conn, VectorParam
 from tideline.store.postgres.store import vector_text
-from tideline.store.postgres.vectors import PostgresVectorSpaces
 
 MARKER = "hashing:hashing-v1/8"
 _WRITES = [
@@ -123,14 +123,7 @@ def test_the_gates_search_through_the_index_finds_the_nearest(pg_url: str,
     vecs = rng.standard_normal((1500, 8)).astype(np.float32)
     store = open_postgres(pg_url, tmp_path / "h", "default", MARKER)
     try:
-        spaces = PostgresVectorSpaces(store, 8, MARKER, exact_max=1000)
-        with store.db.bulk() as c:
-            with c.raw.cursor().copy("COPY vectors(space, key, v) FROM STDIN") as cp:
-                for key, vec in enumerate(vecs, start=1):
-                    cp.write_row(("m:default:global", key, vector_text(vec)))
-        with store.db.write() as c:
-            c.execute("ANALYZE vectors")
-        assert not spaces._exact("m:default:global")
+        spaces = indexed_space(store, vecs, MARKER)
         unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
         for q in vecs[:20] + rng.normal(0, 0.05, (20, 8)).astype(np.float32):
             rows = spaces.gate_neighbours("default", "global", q, 4)

@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.postgres.conftest import indexed_space
 
 from tideline.store.postgres import open_postgres
 from tideline.store.postgres.connection import Conn
-from tideline.store.postgres.store import vector_text
 from tideline.store.postgres.vectors import PostgresVectorSpaces
 
 MARKER = "hashing:hashing-v1/8"
@@ -61,14 +61,7 @@ def test_a_small_index_is_scanned_with_k_candidates(pg_url: str, tmp_path: Path,
 
     monkeypatch.setattr(PostgresVectorSpaces, "_settings", staticmethod(recorded))
     try:
-        spaces = PostgresVectorSpaces(store, 8, MARKER, exact_max=1000)
-        with store.db.bulk() as c:
-            with c.raw.cursor().copy("COPY vectors(space, key, v) FROM STDIN") as cp:
-                for key, vec in enumerate(vecs, start=1):
-                    cp.write_row(("m:default:global", key, vector_text(vec)))
-        with store.db.write() as c:
-            c.execute("ANALYZE vectors")
-        assert not spaces._exact("m:default:global")
+        spaces = indexed_space(store, vecs, MARKER)
         unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
         for q in vecs[:10] + rng.normal(0, 0.05, (10, 8)).astype(np.float32):
             hits = spaces.search("m", ["global"], q, 40)
