@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.hooks.conftest import SESSION, line, write_transcript
@@ -104,3 +105,54 @@ def test_import_jsonl_verb(mem: Memory, tmp_path: Path) -> None:
         {"session": "s1", "role": "assistant", "text": "hi", "id": "m2"}]) + "\n")
     assert mem.import_jsonl(chat)["inserted"] == 2
     assert mem.import_jsonl(chat)["inserted"] == 0
+
+
+def _transcripts(root: Path, cwd: Path, files: int, turns: int) -> list[str]:
+    """``files`` transcripts of ``turns`` prompts each, every message id distinct."""
+    ids: list[str] = []
+    for f in range(files):
+        rows = []
+        for n in range(turns):
+            uuid = f"f{f}-u{n}"
+            ids.append(uuid)
+            rows.append(line("user", uuid, f"file {f} prompt {n} about the parser",
+                             ts=f"2026-11-20T09:{f:02d}:{n:02d}Z", cwd=str(cwd),
+                             session=f"s-{f}"))
+        path = root / f"t{f}.jsonl"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return ids
+
+
+def test_import_stores_each_transcript_before_reading_the_next(
+        mem: Memory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Memory holds one transcript's turns, not every file's: the old importer parsed
+    all files first and stored nothing until the last one was read."""
+    import tideline.ingest.claude as claude
+
+    ids = _transcripts(tmp_path / "p", tmp_path, files=3, turns=4)
+    stored_at_parse: list[int] = []
+    real_parse = claude.parse_transcript
+
+    def watched(path: str | Path, **kw: Any) -> claude.ClaudeTranscript:
+        stored_at_parse.append(len(mem.store.agent.existing_message_ids(claude.SOURCE, ids)))
+        return real_parse(path, **kw)
+
+    monkeypatch.setattr(claude, "parse_transcript", watched)
+    res = mem.import_claude([tmp_path / "p"], scope="atlas")
+    assert res["inserted"] == 12 and res["files"] == 3 and res["sessions"] == 3
+    assert stored_at_parse == [0, 4, 8]
+
+
+def test_import_progress_counts_the_turns_to_store_across_files(
+        mem: Memory, tmp_path: Path) -> None:
+    ids = _transcripts(tmp_path / "p", tmp_path, files=3, turns=4)
+    first = mem.import_claude([tmp_path / "p" / "t0.jsonl"], scope="atlas")
+    assert first["inserted"] == 4
+    seen: list[tuple[int, int]] = []
+    res = mem.import_claude([tmp_path / "p"], scope="atlas",
+                            progress=lambda done, total: seen.append((done, total)))
+    assert res["inserted"] == 8 and res["skipped"] == 4 and res["turns"] == len(ids)
+    assert seen[-1] == (8, 8)
+    assert all(total == 8 and 0 <= done <= total for done, total in seen)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)

@@ -171,3 +171,34 @@ def test_a_stored_text_is_always_recognised(text: str, role: str) -> None:
     assert asked == ["s"]
     other = {"session": "s", "role": role, "text": stored + " (again)"}
     assert unseen_turns([other, other], prints) == ([other, other], 0)
+
+
+def test_import_stores_each_session_before_reading_the_next(
+        mem: Memory, hermes_db: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Hermes history is imported a session at a time: the old importer read every
+    session's messages into memory before storing any."""
+    import tideline.ingest.hermes as hermes
+
+    stored_at_parse: list[int] = []
+    real = hermes.hermes_turns
+
+    def watched(sessions: Any, **kw: Any) -> hermes.HermesSessions:
+        stored_at_parse.append(mem.introspect()["turns"])
+        return real(sessions, **kw)
+
+    monkeypatch.setattr(hermes, "hermes_turns", watched)
+    res = mem.import_hermes([hermes_db])
+    assert res["inserted"] == 3 and res["sessions"] == 2
+    assert len(stored_at_parse) == 2 and stored_at_parse[0] == 0 and stored_at_parse[1] > 0
+
+
+def test_import_progress_counts_the_turns_to_store(mem: Memory, hermes_db: Path) -> None:
+    seen: list[tuple[int, int]] = []
+    res = mem.import_hermes([hermes_db], progress=lambda d, t: seen.append((d, t)))
+    assert res["inserted"] == 3 and seen[-1] == (3, 3)
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen)
+    assert all(t == 3 for _, t in seen)
+    again: list[tuple[int, int]] = []
+    assert mem.import_hermes([hermes_db], progress=lambda d, t: again.append((d, t)))[
+        "skipped"] == 3
+    assert again[-1] == (0, 0)

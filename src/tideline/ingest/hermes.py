@@ -21,10 +21,11 @@ stored: both ask :func:`unseen_turns`.
 
 from __future__ import annotations
 
+import itertools
 import os
 import sqlite3
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,18 @@ def read_hermes_sessions(path: Path, *, session: str | None = None,
         NotFound: no such file or session.
         StoreCorrupt: not a Hermes session database.
     """
+    return list(_database_sessions(path, session=session, limit=limit))
+
+
+def _database_sessions(path: Path, *, session: str | None,
+                       limit: int = 100_000) -> Iterator[dict[str, Any]]:
+    """:func:`read_hermes_sessions` one session at a time: the file, its schema and the
+    session filter are checked now; each session's messages are read when it is reached.
+
+    Raises:
+        NotFound: no such file or session.
+        StoreCorrupt: not a Hermes session database.
+    """
     if not path.is_file():
         raise NotFound(f"no such file: {path}")
     try:
@@ -106,15 +119,25 @@ def read_hermes_sessions(path: Path, *, session: str | None = None,
         rows = conn.execute(sql + f" ORDER BY {order} LIMIT ?", (*args, limit)).fetchall()
         if session and not rows:
             raise NotFound(f"no Hermes session {session!r} in {path}")
-        out: list[dict[str, Any]] = []
-        msg_sql = (f"SELECT {', '.join(want_m)} FROM messages WHERE session_id = ? "  # noqa: S608
-                   "ORDER BY " + ("timestamp, id" if "timestamp" in mcols else "id"))
+    except sqlite3.Error as exc:
+        conn.close()
+        raise from_sqlite(exc) from exc
+    except BaseException:
+        conn.close()
+        raise
+    msg_sql = (f"SELECT {', '.join(want_m)} FROM messages WHERE session_id = ? "  # noqa: S608
+               "ORDER BY " + ("timestamp, id" if "timestamp" in mcols else "id"))
+    return _with_messages(conn, rows, want_s, want_m, msg_sql)
+
+
+def _with_messages(conn: sqlite3.Connection, rows: list[tuple[Any, ...]], want_s: list[str],
+                   want_m: list[str], msg_sql: str) -> Iterator[dict[str, Any]]:
+    try:
         for row in rows:
             sess = dict(zip(want_s, row, strict=True))
             sess["messages"] = [dict(zip(want_m, m, strict=True))
                                 for m in conn.execute(msg_sql, (sess["id"],)).fetchall()]
-            out.append(sess)
-        return out
+            yield sess
     except sqlite3.Error as exc:
         raise from_sqlite(exc) from exc
     finally:
@@ -138,8 +161,12 @@ def _read_export(path: Path) -> list[dict[str, Any]]:
 
 
 def read_hermes(paths: Sequence[str | Path] | None = None, *,
-                session: str | None = None) -> list[dict[str, Any]]:
-    """Read Hermes sessions from ``state.db`` files, export JSONL files or Hermes home dirs.
+                session: str | None = None) -> Iterator[dict[str, Any]]:
+    """Hermes sessions from ``state.db`` files, export JSONL files or Hermes home dirs.
+
+    Every path is checked (and an export file read) before the first session is
+    yielded; a ``state.db``'s sessions come one at a time, each with its messages, so
+    a whole history is never held in memory at once.
 
     Args:
         paths: files or directories (default: ``$HERMES_HOME/state.db``).
@@ -151,7 +178,7 @@ def read_hermes(paths: Sequence[str | Path] | None = None, *,
         StoreCorrupt: a database is not a Hermes session database.
     """
     targets = [Path(p).expanduser() for p in paths] if paths else [hermes_home()]
-    sessions: list[dict[str, Any]] = []
+    sources: list[Iterable[dict[str, Any]]] = []
     for target in targets:
         path = target / "state.db" if target.is_dir() else target
         if not path.is_file():
@@ -160,10 +187,10 @@ def read_hermes(paths: Sequence[str | Path] | None = None, *,
             rows = _read_export(path)
             if session:
                 rows = [r for r in rows if str(r.get("id", "")).startswith(session)]
-            sessions.extend(rows)
+            sources.append(rows)
         else:
-            sessions.extend(read_hermes_sessions(path, session=session))
-    return sessions
+            sources.append(_database_sessions(path, session=session))
+    return itertools.chain.from_iterable(sources)
 
 
 def _text(value: Any) -> str:

@@ -24,6 +24,7 @@ from tideline.write.validate import (
 )
 
 if TYPE_CHECKING:
+    from tideline.ingest.hermes import HermesSessions
     from tideline.models import ImportResult
     from tideline.runtime import Runtime
     from tideline.store.agent import AgentReader
@@ -73,26 +74,28 @@ def add_turns(
 
 
 def _import_turns(rt: Runtime, turns: list[dict[str, Any]], *, source: str, scope: str | None,
-                  progress: Progress | None) -> tuple[int, int, set[str], list[int]]:
+                  progress: Progress | None, done: int = 0,
+                  total: int | None = None) -> tuple[int, int, set[str], list[int]]:
+    """Store ``turns`` a batch at a time; progress counts from ``done`` up to ``total``."""
     batch = rt.config.caps.batch
     inserted = skipped = 0
     sessions: set[str] = set()
     ids: list[int] = []
-    total = len(turns)
-    for start in range(0, total, batch):
+    whole = len(turns) if total is None else total
+    for start in range(0, len(turns), batch):
         chunk = turns[start:start + batch]
 
-        def step(done: int, _n: int, base: int = start) -> None:
+        def step(finished: int, _n: int, base: int = done + start) -> None:
             if progress is not None:
-                progress(base + done, total)
+                progress(base + finished, whole)
 
         res = add_turns(rt, chunk, scope=scope, source=source, progress=step)
         inserted += res.inserted
         skipped += res.skipped
         ids.extend(res.turn_ids)
         sessions.update(str(t.get("session")) for t in chunk)
-    if progress is not None:
-        progress(total, total)
+    if progress is not None and total is None:
+        progress(whole, whole)
     return inserted, skipped, sessions, ids
 
 
@@ -101,6 +104,11 @@ def import_claude(
     scope: str | None, tool_results: bool, progress: Progress | None,
 ) -> dict[str, Any]:
     """Import Claude Code transcripts (see :meth:`tideline.Memory.import_claude`).
+
+    One transcript at a time: a file is parsed, its unseen turns are stored, and only
+    then is the next one read, so memory holds one file's turns however many files
+    there are. With ``progress``, a first pass reads only the message ids (parsing
+    costs little beside embedding) so the number of turns to store is known up front.
 
     Raises:
         InvalidInput: malformed paths, ``tool_results`` or ``progress``.
@@ -111,24 +119,41 @@ def import_claude(
     tool_results = clean_flag(tool_results, "tool_results")
     clean_callback(progress)
     files = find_transcripts(clean_paths(paths, "paths"))
-    turns: list[dict[str, Any]] = []
+    total = 0
+    if progress is not None:
+        ids_seen: set[str] = set()
+        for f in files:
+            ids_seen.update(str(t["id"]) for t in
+                            parse_transcript(f, scope=scope, tool_results=tool_results).turns)
+        total = len(ids_seen - reader.existing_message_ids(SOURCE, ids_seen))
+    seen = done = inserted = skipped = 0
+    sessions: set[str] = set()
     dropped: Counter[str] = Counter()
+    ids: list[int] = []
     for f in files:
         parsed = parse_transcript(f, scope=scope, tool_results=tool_results)
-        turns.extend(parsed.turns)
         dropped.update(parsed.skipped)
-    known = reader.existing_message_ids(SOURCE, [str(t["id"]) for t in turns])
-    fresh: list[dict[str, Any]] = []
-    for t in turns:  # a message copied into several transcripts is stored once
-        if t["id"] not in known:
-            known.add(t["id"])
-            fresh.append(t)
-    inserted, skipped, sessions, ids = _import_turns(rt, fresh, source=SOURCE, scope=scope,
-                                                     progress=progress)
-    return {"source": SOURCE, "files": len(files), "turns": len(turns),
-            "inserted": inserted, "skipped": skipped + len(turns) - len(fresh),
-            "sessions": len({t["session"] for t in turns}), "dropped": dict(dropped),
-            "turn_ids": ids}
+        sessions.update(t["session"] for t in parsed.turns)
+        known = reader.existing_message_ids(SOURCE, [str(t["id"]) for t in parsed.turns])
+        fresh: list[dict[str, Any]] = []
+        for t in parsed.turns:  # a message copied into several transcripts is stored once
+            if t["id"] not in known:
+                known.add(t["id"])
+                fresh.append(t)
+        # A live transcript may have grown since the first pass: the total grows with it.
+        total = max(total, done + len(fresh))
+        more, again, _sessions, new_ids = _import_turns(
+            rt, fresh, source=SOURCE, scope=scope, progress=progress, done=done, total=total)
+        inserted += more
+        skipped += again + len(parsed.turns) - len(fresh)
+        ids.extend(new_ids)
+        seen += len(parsed.turns)
+        done += len(fresh)
+    if progress is not None:
+        progress(total, total)
+    return {"source": SOURCE, "files": len(files), "turns": seen,
+            "inserted": inserted, "skipped": skipped, "sessions": len(sessions),
+            "dropped": dict(dropped), "turn_ids": ids}
 
 
 def import_hermes(
@@ -136,6 +161,10 @@ def import_hermes(
     scope: str | None, session: str | None, tool_results: bool, progress: Progress | None,
 ) -> dict[str, Any]:
     """Import Hermes Agent sessions (see :meth:`tideline.Memory.import_hermes`).
+
+    One session at a time: its messages are read, its unseen turns stored, then the
+    next is read. With ``progress``, a first pass finds the turns to store (a read
+    of the sessions, cheap beside embedding) so the total is known up front.
 
     Raises:
         InvalidInput: malformed paths, session, ``tool_results`` or ``progress``.
@@ -148,18 +177,42 @@ def import_hermes(
     clean_callback(progress)
     if session is not None:
         session = clean_text(session, "session", rt.config.caps.name_chars, required=True)
-    sessions = read_hermes(clean_paths(paths, "paths"), session=session)
-    parsed = hermes_turns(sessions, scope=scope, tool_results=tool_results)
-    known = reader.existing_message_ids(SOURCE, [str(t["id"]) for t in parsed.turns
-                                                 if "id" in t])
-    fresh, duplicates = unseen_turns([t for t in parsed.turns if t.get("id") not in known],
-                                     reader.session_fingerprints)
-    inserted, skipped, _sessions, ids = _import_turns(rt, fresh, source=SOURCE,
-                                                      scope=scope, progress=progress)
-    return {"source": SOURCE, "sessions": len(parsed.sessions), "turns": len(parsed.turns),
-            "inserted": inserted,
-            "skipped": skipped + len(parsed.turns) - len(fresh),
-            "captured_live": duplicates, "dropped": dict(parsed.skipped), "turn_ids": ids}
+    where = clean_paths(paths, "paths")
+
+    def unseen(sess: dict[str, Any]) -> tuple[HermesSessions, list[dict[str, Any]], int]:
+        parsed = hermes_turns([sess], scope=scope, tool_results=tool_results)
+        known = reader.existing_message_ids(SOURCE, [str(t["id"]) for t in parsed.turns
+                                                     if "id" in t])
+        fresh, live = unseen_turns([t for t in parsed.turns if t.get("id") not in known],
+                                   reader.session_fingerprints)
+        return parsed, fresh, live
+
+    sessions = read_hermes(where, session=session)
+    total = 0
+    if progress is not None:
+        total = sum(len(unseen(s)[1]) for s in read_hermes(where, session=session))
+    done = inserted = skipped = turns = captured = 0
+    named: set[str] = set()
+    dropped: Counter[str] = Counter()
+    ids: list[int] = []
+    for sess in sessions:
+        parsed, fresh, live = unseen(sess)
+        named |= parsed.sessions
+        dropped.update(parsed.skipped)
+        total = max(total, done + len(fresh))
+        more, again, _sessions, new_ids = _import_turns(
+            rt, fresh, source=SOURCE, scope=scope, progress=progress, done=done, total=total)
+        inserted += more
+        skipped += again + len(parsed.turns) - len(fresh)
+        captured += live
+        turns += len(parsed.turns)
+        ids.extend(new_ids)
+        done += len(fresh)
+    if progress is not None:
+        progress(total, total)
+    return {"source": SOURCE, "sessions": len(named), "turns": turns, "inserted": inserted,
+            "skipped": skipped, "captured_live": captured, "dropped": dict(dropped),
+            "turn_ids": ids}
 
 
 def import_jsonl(
