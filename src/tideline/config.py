@@ -98,6 +98,11 @@ class RecallTuning:
     # A turn's relevance is lowered by question_discount times the share of its words
     # that sit in questions ("What got you into running?" asks; it tells nothing).
     question_discount: float = 0.3
+    # A turn's relevance is also lowered by listener_discount times the share of its
+    # person pronouns that are second person (recall/listener.py): "Your group sounds
+    # awesome!" speaks to the other person, "I joined a gym" tells a fact of its speaker
+    # (0 disables; English pronouns).
+    listener_discount: float = 0.15
     # Sentence vectors (recall/sentences.py): with sentence_share > 0 an import also
     # embeds each sentence of a turn of two or more, and recall ranks a turn by
     # (1 - sentence_share) of its turn similarity plus sentence_share of its best

@@ -36,7 +36,7 @@ from tideline.dynamics import retention
 from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
 from tideline.models import Edge, LexicalQuery, MemoryRecord, RecallItem, RecallPacket, Turn, iso
-from tideline.recall import asking, focus, morph, sentences, trust, when
+from tideline.recall import asking, focus, listener, morph, sentences, trust, when
 from tideline.recall.ahead import Later, later
 from tideline.recall.people import SpeakerDirectory, named_people
 from tideline.recall.routing import ClusterRouter
@@ -215,6 +215,7 @@ class RecallEngine:
         if turns:
             self._turn_neighbours(qv, cands, turns, scopes, since, until)
             self._favour_named(named, cands, turns, scopes)
+            self._discount_listener(cands, turns)
         ranked = sorted(cands.values(), key=lambda c: -c.score)
         ranked = [c for c in ranked if c.similarity >= profile.floor or c.keyword > 0
                   or c.source == "graph" or (c.type, c.key) in dated]
@@ -394,6 +395,22 @@ class RecallEngine:
         """The question discount's factor of a turn (1 for a turn that only tells)."""
         share = self.config.recall.question_discount
         return 1.0 - share * asking.question_share(text) if share > 0 else 1.0
+
+    def _discount_listener(self, cands: dict[tuple[str, int], Candidate],
+                           turns: dict[int, Turn]) -> None:
+        """Lower each turn's final score by ``listener_discount`` times the share of its
+        person pronouns that speak to the listener (:mod:`tideline.recall.listener`).
+
+        Last, after the neighbours and the speaker boost: "Wow, your group sounds
+        awesome!" holds no fact of its speaker whichever way it came in, while the
+        reply it pulled in as a neighbour keeps the share of its undiscounted score.
+        """
+        share = self.config.recall.listener_discount
+        if share <= 0:
+            return
+        for cand in cands.values():
+            if cand.type == "turn":
+                cand.score *= 1.0 - share * listener.listener_share(turns[cand.key].text)
 
     def _named(self, query: str, scopes: Sequence[str]) -> set[str]:
         """The known people (speakers of ``scopes``, ``known_persons``) the query names."""

@@ -1,0 +1,62 @@
+"""Turns that speak to the listener rank below turns that tell of their speaker (issue 12)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+from tests.conftest import hashing
+
+from tideline import Memory
+from tideline.config import Config
+from tideline.recall.listener import listener_share
+
+
+def test_listener_share_counts_second_person_among_person_pronouns() -> None:
+    assert listener_share("I joined a gym last week, my trainer is great.") == 0.0
+    assert listener_share("Your group sounds awesome! You must be proud.") == 1.0
+    assert listener_share("You’re right, I’ll call you.") == 2 / 3  # curly apostrophe
+    assert listener_share("The parade was loud.") == 0.0  # no person pronoun
+    assert listener_share("Ich bin gestern geschwommen, und du?") == 0.0  # not English
+    assert listener_share("") == 0.0
+
+
+@given(st.text(max_size=200))
+def test_listener_share_is_a_share(text: str) -> None:
+    assert 0.0 <= listener_share(text) <= 1.0
+
+
+def _ranked(store_dir: Path, discount: float) -> list[tuple[str, float]]:
+    base = Config()
+    config = dataclasses.replace(base, recall=dataclasses.replace(
+        base.recall, listener_discount=discount, neighbour_hits=0))
+    with Memory.open(store_dir, embedder=hashing(), project="global", config=config) as mem:
+        packet = mem.recall("pottery class at the studio", log=False, limit=5)
+    return [(i.message_id or "", i.score) for i in packet.items]
+
+
+def test_the_turn_that_tells_outranks_the_reaction_that_speaks_to_the_listener(
+    store_dir: Path,
+) -> None:
+    """LoCoMo conv-26 "What did Melanie paint recently?": Caroline's "Wow, Melanie! The
+    colors really blend nicely. Painting looks like a great outlet for expressing
+    yourself" ranked above Melanie's own "We love painting together lately … our latest
+    work". A reaction addressed to the listener repeats the topic's words but holds no
+    fact of its speaker; the discount puts the telling turn first."""
+    with Memory.open(store_dir, embedder=hashing(), project="global") as mem:
+        mem.add_turns([
+            {"session": "s1", "speaker": "Ana", "id": "tell",
+             "text": "I went to the pottery class at the studio and made a bowl."},
+            {"session": "s2", "speaker": "Bo", "id": "react",
+             "text": "Your pottery class at the studio sounds great, you made a bowl!"},
+        ] + [{"session": "s3", "speaker": "Cy", "text": f"weather note {i}"}
+             for i in range(30)], source="chat")
+    off = _ranked(store_dir, 0.0)
+    on = _ranked(store_dir, 0.15)
+    assert [m for m, _ in off][:2] == ["react", "tell"]
+    assert [m for m, _ in on][:2] == ["tell", "react"]
+    # Only the reaction's score moves: by the discount times its share (1: all "you").
+    assert dict(on)["tell"] == dict(off)["tell"]
+    assert abs(dict(on)["react"] - round(dict(off)["react"] * 0.85, 4)) < 1e-3
