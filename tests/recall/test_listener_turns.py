@@ -19,7 +19,12 @@ def test_listener_share_counts_second_person_among_person_pronouns() -> None:
     assert listener_share("Your group sounds awesome! You must be proud.") == 1.0
     assert listener_share("You’re right, I’ll call you.") == 2 / 3  # curly apostrophe
     assert listener_share("The parade was loud.") == 0.0  # no person pronoun
-    assert listener_share("Ich bin gestern geschwommen, und du?") == 0.0  # not English
+    assert listener_share("Ich bin gestern geschwommen, und du?") == 0.5
+    assert listener_share("Deine Gruppe klingt toll! Hast du das gemalt?") == 1.0
+    assert listener_share("我们昨天去露营了。") == 0.0
+    assert listener_share("你的画真好看！") == 1.0
+    assert listener_share("Nous sommes allés camper hier.") == 0.0  # no listed pronoun
+    assert listener_share("You " * 1500) == 1.0  # long texts are counted, not cached
     assert listener_share("") == 0.0
 
 

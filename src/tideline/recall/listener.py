@@ -7,8 +7,10 @@ Such a reply shares the topic's words and meaning with a later question about it
 holds no fact of its own. Recall lowers a turn's relevance by ``listener_discount``
 times the share of its person pronouns that are second person.
 
-The pronouns are English ones: in a turn without any of them (another language, or
-no pronoun at all) the share is 0 and nothing changes.
+The pronouns are English, German and Chinese ones (German's "ihr" and "Sie", which
+also mean "her", "their" and "they", are left out); in a turn without any of them
+(another language, or no pronoun at all) the share is 0 and nothing changes. The weight
+was chosen on English chats only (docs/benchmarks.md, seventh LoCoMo round).
 """
 
 from __future__ import annotations
@@ -18,19 +20,24 @@ import re
 
 __all__ = ["listener_share"]
 
-_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?")
+_WORD = re.compile(r"[a-z]+(?:'[a-z]+)?|[我你您]")
+_CACHED_CHARS = 2_000  # longer texts are counted each time, not held by the cache
 _SPEAKER = frozenset({
     "i", "i'm", "i've", "i'd", "i'll", "me", "my", "mine", "myself",
     "we", "we're", "we've", "we'd", "we'll", "us", "our", "ours", "ourselves",
+    "ich", "mich", "mir", "mein", "meine", "meinen", "meinem", "meiner", "meines",
+    "wir", "uns", "unser", "unsere", "unseren", "unserem", "unserer", "unseres",
+    "我",
 })
 _LISTENER = frozenset({
     "you", "you're", "you've", "you'd", "you'll", "your", "yours", "yourself",
     "yourselves", "ya", "y'all",
+    "du", "dich", "dir", "dein", "deine", "deinen", "deinem", "deiner", "deines",
+    "euch", "euer", "eure", "euren", "eurem", "eurer", "eures",
+    "你", "您",
 })
 
 
-# Pure in the text; the same candidate turns come back query after query.
-@functools.lru_cache(maxsize=8192)
 def listener_share(text: str) -> float:
     """Share (0–1) of the first- and second-person pronouns of ``text`` that are second person.
 
@@ -41,6 +48,16 @@ def listener_share(text: str) -> float:
         0 for a turn that speaks only of its speaker (or has no such pronoun), 1 for
         one that only speaks to the listener.
     """
+    # Pure in the text, and the same candidate turns come back query after query.
+    return _cached_share(text) if len(text) <= _CACHED_CHARS else _share(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _cached_share(text: str) -> float:
+    return _share(text)
+
+
+def _share(text: str) -> float:
     speaker = listener = 0
     for word in _WORD.findall(text.casefold().replace("\u2019", "'")):
         if word in _SPEAKER:
