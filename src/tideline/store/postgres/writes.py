@@ -12,8 +12,9 @@ status with them (:func:`gate_sql`), instead of a second query for their records
 the idempotency key's stored outcome too (:func:`keyed_gate_sql`), instead of a key
 read of its own before the embedding. In the transaction the key's re-check and the
 potentiation target's row lock go together (``PostgresStore.commit_reads``): a gated
-write is 7 statements and waits for the server 4 times (it was 8 and 9, see
-:mod:`~tideline.store.postgres.connection` for BEGIN and COMMIT).
+write inside a caller's transaction is 7 statements and waits for the server 4 times
+(see :mod:`~tideline.store.postgres.connection` for BEGIN and COMMIT); outside one
+(every ``remember``) it is 3 statements and 3 waits, 2 for a new memory (below).
 
 A vector parameter (:class:`~tideline.store.postgres.connection.VectorParam`) goes in
 pgvector's binary form — a 16-bit dimension count, 16 unused bits, big-endian float32s
