@@ -222,6 +222,7 @@ _DIFFERS_BY_DESIGN = {
     "PostgresStore.bulk_load", "PostgresStore.insert_memories",
     "PostgresStore.record_gated", "PostgresStore.nearest_live",
     "PostgresStore.keyed_nearest_live", "PostgresStore.commit_reads",
+    "PostgresStore.gate_target", "PostgresStore.record_gated_at_once",
 }
 
 

@@ -187,6 +187,23 @@ class WriteRows(Protocol):
         and a link's edge) or the potentiated one, the key's outcome and the journal
         entry; returns the memory's id."""
 
+    @property
+    def gated_at_once(self) -> bool:
+        """Whether a gated write outside a transaction is cheaper as
+        :meth:`record_gated_at_once` than as a transaction of reads and rows."""
+
+    def gate_target(self, mid: int) -> tuple[MemoryRecord | None, Any]:
+        """The memory the gate would potentiate, read now without a lock, and a token of
+        its state that :meth:`record_gated_at_once` checks (``(None, None)``: none)."""
+
+    def record_gated_at_once(
+        self, write: GatedWrite, *, since: float | None, target: tuple[int, Any] | None,
+    ) -> tuple[tuple[int, str, float, int | None] | None, int | None]:
+        """Store what the gate decided in a transaction of its own, if the key's outcome
+        is not stored (at or after ``since``) and ``target`` (id, token) is unchanged:
+        (stored outcome, None) for a replay, (None, id) when written, (None, None) when
+        ``target`` changed and nothing was written."""
+
     def nearest_live(self, vectors: VectorSearch, scope: str, vector: np.ndarray,
                      k: int) -> tuple[int | None, float]:
         """The gate's neighbour: the nearest of the ``k`` nearest memories of ``scope``

@@ -54,6 +54,9 @@ FILL_AFTER_WRITE = 256
 """Pending vectors filled in after a write that embedded (the rest: the next ones)."""
 GATE_K = 4
 """Neighbours the gate looks at: the nearest of them not superseded is the one judged."""
+AT_ONCE_TRIES = 3
+"""Judgements of a write stored at once whose target changed meanwhile, before the write
+takes the target's lock instead (see :meth:`Writer._commit_at_once`)."""
 
 
 def idempotency_key(namespace: str, rec: MemoryRecord, source: str) -> str:
@@ -144,8 +147,10 @@ class Writer:
         prepared = self.prepare(rec, key=key, source=source, gate=gate)
         if isinstance(prepared, WriteResult):
             return prepared
-        with self.store.transaction() as c:
-            result = self.commit(c, prepared, self.clock())
+        result = self._commit_at_once(prepared) if self.store.gated_at_once else None
+        if result is None:
+            with self.store.transaction() as c:
+                result = self.commit(c, prepared, self.clock())
         if prepared.vector is not None:
             self.fill_pending()
         return result
@@ -213,18 +218,46 @@ class Writer:
         Returns:
             The gate's decision and the id that now holds the memory.
         """
-        rec, key, nearest, similarity = (prepared.rec, prepared.key, prepared.nearest,
-                                         prepared.similarity)
-        decision = prepared.decision
+        nearest = prepared.nearest
         # The key's re-check and the potentiation target's lock in one round trip.
-        lock = [nearest] if decision == "potentiate" and nearest is not None else []
+        lock = [nearest] if prepared.decision == "potentiate" and nearest is not None else []
         seen, found = self.store.commit_reads(
-            c, key, since=self._since(prepared.explicit_key, now), lock=lock)
+            c, prepared.key, since=self._since(prepared.explicit_key, now), lock=lock)
         if seen is not None:
-            return _replayed(seen, rec.scope)
-        target = None
+            return _replayed(seen, prepared.rec.scope)
+        write = self._judged(prepared, found.get(lock[0]) if lock else None, now)
+        return self._result(prepared, write, self.store.record_gated(c, write))
+
+    def _commit_at_once(self, prepared: PreparedWrite) -> WriteResult | None:
+        """:meth:`commit` without a transaction of the caller's: the potentiation target
+        read without a lock and judged, then everything checked and stored in one go
+        (:meth:`~tideline.store.base.WriteRows.record_gated_at_once`, one statement on
+        PostgreSQL). None when the target kept changing under the judgement: the caller
+        then commits in a transaction that locks it."""
+        nearest = prepared.nearest
+        judged = prepared.decision == "potentiate" and nearest is not None
+        for _ in range(AT_ONCE_TRIES):
+            now = self.clock()
+            target, token = ((None, None) if not judged or nearest is None
+                             else self.store.gate_target(nearest))
+            write = self._judged(prepared, target, now)
+            # A memory missing now stays missing (ids are never reused): nothing to check.
+            seen, mid = self.store.record_gated_at_once(
+                write, since=self._since(prepared.explicit_key, now),
+                target=None if target is None or nearest is None else (nearest, token))
+            if seen is not None:
+                return _replayed(seen, prepared.rec.scope)
+            if mid is not None:
+                return self._result(prepared, write, mid)
+        return None
+
+    def _judged(self, prepared: PreparedWrite, target: MemoryRecord | None,
+                now: float) -> GatedWrite:
+        """What the write stores, given the potentiation target as it is now (``target``:
+        None when the gate chose no potentiation, or the memory is gone)."""
+        rec, nearest, similarity = prepared.rec, prepared.nearest, prepared.similarity
+        decision = prepared.decision
         if decision == "potentiate" and nearest is not None:
-            target = found.get(nearest)
             if target is None or target.status == "superseded":
                 decision, target = "new", None
             elif new_details(rec.text, target.text):
@@ -235,18 +268,24 @@ class Writer:
             stored = merge_into(reinforce(target, now, self.config.dynamics), rec)
         else:
             stored = dataclasses.replace(rec, recorded_at=now, updated_at=now, last_access=now)
-        pending = prepared.vector is None and not self.guard.full_text_only
         # A derived key is refreshed on every restatement, so the retry window runs from
         # the latest write of the content, not from the first one.
-        mid = self.store.record_gated(c, GatedWrite(
+        return GatedWrite(
             rec=stored, vector=prepared.vector, decision=decision, similarity=similarity,
-            nearest=nearest, key=key, refresh_key=not prepared.explicit_key,
+            nearest=nearest, key=prepared.key, refresh_key=not prepared.explicit_key,
             event={"decision": decision, "similarity": round(similarity, 4),
                    "nearest": nearest, "scope": rec.scope, "kind": rec.kind,
-                   "source": prepared.source} | ({"vector": "pending"} if pending else {}),
-            now=now))
-        return WriteResult(id=mid, decision=decision, similarity=round(similarity, 4),
-                           nearest=nearest, scope=rec.scope, vector_pending=pending)
+                   "source": prepared.source} | ({"vector": "pending"}
+                                                 if self._pending(prepared) else {}),
+            now=now)
+
+    def _pending(self, prepared: PreparedWrite) -> bool:
+        return prepared.vector is None and not self.guard.full_text_only
+
+    def _result(self, prepared: PreparedWrite, write: GatedWrite, mid: int) -> WriteResult:
+        return WriteResult(id=mid, decision=cast(Decision, write.decision),
+                           similarity=round(prepared.similarity, 4), nearest=prepared.nearest,
+                           scope=prepared.rec.scope, vector_pending=self._pending(prepared))
 
     def _lexical_nearest(self, rec: MemoryRecord) -> tuple[int | None, float]:
         """The live memory in scope whose words are nearest (1.0: the same text)."""

@@ -32,7 +32,13 @@ from tideline.store.namespace import DF_CACHE_MIN as _DF_CACHE_MIN
 from tideline.store.namespace import DF_CACHE_SIZE as _DF_CACHE_SIZE
 from tideline.store.namespace import NamespaceRows
 from tideline.store.postgres import lexical as pg_lexical
-from tideline.store.postgres.connection import LOCK_KEY, Conn, Database, VectorParam
+from tideline.store.postgres.connection import (
+    LOCK_KEY,
+    Conn,
+    Database,
+    VectorParam,
+    advisory_key,
+)
 from tideline.store.postgres.locks import SleepLocks
 from tideline.store.postgres.turns import TurnRows
 from tideline.store.rows import MEMORY_COLUMNS as _MEMORY_COLUMNS
@@ -105,6 +111,7 @@ class PostgresStore(TurnRows, NamespaceRows):
         self._hints = threading.local()
         self._seen: dict[str, tuple[float, str | None]] = {}
         self._seen_lock = threading.Lock()
+        self._ids: str | None = None
         self.directory = directory
         self.namespace = namespace
         self.marker = marker
@@ -256,6 +263,64 @@ class PostgresStore(TurnRows, NamespaceRows):
         row = c.execute(sql, args).fetchone()
         self._hints.pending = (time.monotonic(), row[1] == "1")
         return int(row[0])
+
+    #: A gated write outside a transaction is one statement (:meth:`record_gated_at_once`).
+    gated_at_once = True
+
+    def gate_target(self, mid: int) -> tuple[MemoryRecord | None, Any]:
+        """The memory the gate would potentiate, read as it is now without a lock, and a
+        digest of its whole row (see :func:`~tideline.store.postgres.writes.at_once_statement`);
+        ``(None, None)`` when the namespace holds no such memory."""
+        from tideline.store.postgres.writes import TARGET_DIGEST
+
+        with self.db.read() as c:
+            row = c.execute(f"SELECT {_MEMORY_COLUMNS}, {TARGET_DIGEST} FROM memories x "  # noqa: S608
+                            "WHERE namespace = ? AND id = ?", (self.namespace, int(mid))).fetchone()
+        if row is None:
+            return None, None
+        return memory_from_row(row[:-1]), bytes(row[-1])
+
+    def record_gated_at_once(
+        self, write: GatedWrite, *, since: float | None, target: tuple[int, Any] | None,
+    ) -> tuple[tuple[int, str, float, int | None] | None, int | None]:
+        """Store what the gate decided as one statement outside a transaction (see
+        :mod:`tideline.store.postgres.writes`): the key claimed, ``target`` (its id and
+        :meth:`gate_target`'s digest) checked, the rows.
+
+        Returns:
+            (the key's stored outcome, None) for a replay; (None, the memory's id) when
+            written; (None, None) when nothing was written because ``target`` changed.
+
+        Raises:
+            StoreBusy: a lock could not be had in time.
+            StoreError: the database refused the write (nothing of it is stored).
+        """
+        from tideline.store.postgres.writes import at_once_statement
+
+        sql, args = at_once_statement(
+            self.namespace, self.space("m", write.rec.scope), write, since=since,
+            target=target, lock=advisory_key(self.namespace, write.key), ids=self._id_sequence())
+        with self.db.read() as c:
+            row = c.execute(sql, args).fetchone()
+            self._hints.pending = (time.monotonic(), row[1] == "1")
+            if row[0] is not None:
+                return None, int(row[0])
+            if not row[2]:
+                return None, None
+            # The claim met a stored outcome: a statement of its own sees it now.
+            seen = c.execute(_KEY_READ, (self.namespace, write.key,
+                                         float("-inf") if since is None else since)).fetchone()
+        if seen is None:  # gone again meanwhile (its memory deleted): judge once more
+            return None, None
+        return (int(seen[0]), str(seen[1]), float(seen[2]), seen[3]), None
+
+    def _id_sequence(self) -> str:
+        """The sequence of ``memories.id`` (its identity), read once per store."""
+        if self._ids is None:
+            with self.db.read() as c:
+                self._ids = str(c.execute(
+                    "SELECT pg_get_serial_sequence('memories', 'id')").fetchone()[0])
+        return self._ids
 
     def nearest_live(self, vectors: VectorSearch, scope: str, vector: np.ndarray,
                      k: int) -> tuple[int | None, float]:

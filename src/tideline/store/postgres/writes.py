@@ -12,13 +12,33 @@ status with them (:func:`gate_sql`), instead of a second query for their records
 the idempotency key's stored outcome too (:func:`keyed_gate_sql`), instead of a key
 read of its own before the embedding. In the transaction the key's re-check and the
 potentiation target's row lock go together (``PostgresStore.commit_reads``): a gated
-write is 7 statements and waits for the server 4 times (it was 8 and 9, see
-:mod:`~tideline.store.postgres.connection` for BEGIN and COMMIT).
+write inside a caller's transaction is 7 statements and waits for the server 4 times
+(see :mod:`~tideline.store.postgres.connection` for BEGIN and COMMIT); outside one
+(every ``remember``) it is 3 statements and 3 waits, 2 for a new memory (below).
 
 A vector parameter (:class:`~tideline.store.postgres.connection.VectorParam`) goes in
 pgvector's binary form — a 16-bit dimension count, 16 unused bits, big-endian float32s
 — rather than its text form, which printed 384 floats (``repr`` each) on the client and
 parsed them on the server.
+
+Outside a transaction a gated write is one statement of its own
+(:func:`at_once_statement`, ``PostgresStore.record_gated_at_once``), which PostgreSQL
+runs as a transaction of its own: no ``BEGIN``, no ``COMMIT``, no pipeline, one wait.
+What the transaction's first reads checked is checked inside that statement instead:
+
+* the idempotency key: the statement takes the key's advisory lock (as every other
+  writer of a key does), then *claims* the key — ``INSERT … ON CONFLICT`` into
+  ``write_keys``, which sees the latest committed row whatever the statement's
+  snapshot, and waits for a writer of the same key still in flight. The new memory's
+  id is drawn from its identity's sequence first, so the key row can name it. Only
+  when the claim inserted (or refreshed an outcome older than the retry window) do
+  the memory and its rows go in; otherwise nothing is written and the stored outcome
+  is read by a fresh statement (a replay);
+* the potentiation target: the write path judged it as it read it (unlocked, with a
+  digest of its whole row, :data:`TARGET_DIGEST`); the statement locks the row
+  (``FOR NO KEY UPDATE``, which in READ COMMITTED reads its latest version) and goes
+  on only if the digest is the same — the same row, so the same judgement. If it
+  moved, nothing is written and the write path judges again.
 """
 
 from __future__ import annotations
@@ -34,14 +54,15 @@ from tideline.store.memories import (
     write_key_insert,
 )
 from tideline.store.postgres import lexical as pg_lexical
-from tideline.store.postgres.connection import VectorParam
+from tideline.store.postgres.connection import LOCK_KEY, VectorParam
 from tideline.store.rows import PENDING_FLAG, memory_index_text
 
 if TYPE_CHECKING:
 
     from tideline.store.base import GatedWrite
 
-__all__ = ["gate_sql", "gated_statement", "keyed_gate_sql"]
+__all__ = ["TARGET_DIGEST", "at_once_statement", "gate_sql", "gated_statement",
+           "keyed_gate_sql"]
 
 _EDGE = ("INSERT INTO edges(src, dst, type, weight, created_at, updated_at) "
          "SELECT id, ?, 'related', ?, ?, ? FROM m")
@@ -52,6 +73,15 @@ _VECTOR = ("INSERT INTO vectors(space, key, v) SELECT ?, id, ?::vector FROM m "
 _PENDING = ("INSERT INTO db_meta(key, value) VALUES (?, '1') "
             "ON CONFLICT (key) DO UPDATE SET value = '1'")
 _FLAG = "(SELECT value FROM db_meta WHERE key = ?)"
+#: A digest of a memory's whole row (alias ``x``): equal digests, the same row.
+TARGET_DIGEST = "sha256(textsend(x::text))"
+# The at-once write's rows come from the key's claim (``k``): the memory row with the id
+# drawn before the claim, the pending-vector flag only when a memory went in.
+_HEAD, _VALUES = MEMORY_INSERT.split(" VALUES ")
+_MEMORY_WITH_ID = (_HEAD.replace("INSERT INTO memories(", "INSERT INTO memories(id, ", 1)
+                   + f" SELECT id, {_VALUES.strip()[1:-1]} FROM k")
+_PENDING_FROM_M = ("INSERT INTO db_meta(key, value) SELECT ?, '1' FROM m "
+                   "ON CONFLICT (key) DO UPDATE SET value = '1'")
 
 
 def gate_sql(dim: int, exact: bool) -> str:
@@ -86,6 +116,86 @@ def keyed_gate_sql(dim: int, exact: bool) -> str:
             "ON true ORDER BY g.distance")
 
 
+def _rows(space: str, write: GatedWrite, pending: str) -> tuple[list[str], list[Any]]:
+    """The CTEs after the memory's (``m``) of a new or linked memory: its index row, its
+    vector or the pending flag (``pending``: that statement), a link's edge."""
+    body = memory_index_text(write.rec)
+    parts = [f"l AS ({_LEX.format(src='m')})"]
+    args: list[Any] = [pg_lexical.words_vector(body), pg_lexical.substring_text(body)]
+    if write.vector is not None:
+        parts.append(f"v AS ({_VECTOR})")
+        args += [space, VectorParam(write.vector)]
+    else:
+        parts.append(f"p AS ({pending})")
+        args.append(PENDING_FLAG)
+    if write.decision == "link" and write.nearest is not None:
+        parts.append(f"r AS ({_EDGE})")
+        args += [write.nearest, round(write.similarity, 4), write.now, write.now]
+    return parts, args
+
+
+def at_once_statement(
+    namespace: str, space: str, write: GatedWrite, *, since: float | None,
+    target: tuple[int, bytes] | None, lock: int, ids: str,
+) -> tuple[str, tuple[Any, ...]]:
+    """A whole gated write as one statement, run outside a transaction (see the module's
+    docstring): the key's lock and claim, the target's check, every row.
+
+    Its one result row: the memory's id (NULL: nothing was written), the ``db_meta``
+    pending-vector flag as it was before, and whether the target was as judged (false:
+    it moved; true with a NULL id: the key was seen).
+
+    Args:
+        namespace: the store's namespace.
+        space: the vector space of the memory's scope.
+        write: what the gate decided.
+        since: a stored outcome of the key at or after this time makes the write a
+            replay (None: any outcome; a derived key's older outcome is replaced).
+        target: the judged memory's id and its row's :data:`TARGET_DIGEST` then (None:
+            nothing judged, or no such memory).
+        lock: the key's advisory lock key (``advisory_key(namespace, key)``).
+        ids: the memories' id sequence (``pg_get_serial_sequence``).
+
+    Returns:
+        The SQL (``?`` placeholders) and its parameters.
+    """
+    rec = write.rec
+    parts = ["lk AS MATERIALIZED (SELECT pg_advisory_xact_lock(?, ?))"]
+    args: list[Any] = [LOCK_KEY, lock]
+    held = "lk"
+    if target is not None:
+        parts.append("t AS MATERIALIZED (SELECT 1 FROM memories x, lk WHERE x.id = ? AND "  # noqa: S608
+                     f"x.namespace = ? AND {TARGET_DIGEST} = ? FOR NO KEY UPDATE OF x)")
+        args += [target[0], namespace, target[1]]
+        held = "t"
+    potentiate = write.decision == "potentiate"
+    drawn = "?::bigint" if potentiate else "nextval(?::regclass)"
+    parts.append(f"d AS MATERIALIZED (SELECT {drawn} AS id FROM {held})")
+    args.append(rec.id if potentiate else ids)
+    claim = write_key_insert(refresh=write.refresh_key, memory_from="d")
+    args += [namespace, write.key, write.decision, write.similarity, write.nearest, write.now]
+    if write.refresh_key:
+        claim += " WHERE write_keys.created_at < ?"
+        args.append(float("-inf") if since is None else since)
+    parts.append(f"k AS ({claim} RETURNING memory_id AS id)")
+    if potentiate:
+        body = memory_index_text(rec)
+        parts += [f"m AS ({MEMORY_UPDATE} AND EXISTS (SELECT 1 FROM k) RETURNING id)",
+                  f"l AS ({_LEX.format(src='m')})"]
+        args += [*update_params(namespace, rec), pg_lexical.words_vector(body),
+                 pg_lexical.substring_text(body)]
+    else:
+        rows, row_args = _rows(space, write, _PENDING_FROM_M)
+        parts += [f"m AS ({_MEMORY_WITH_ID} RETURNING id)", *rows]
+        args += [*memory_params(namespace, rec), *row_args]
+    event_sql, event_args = event_insert(namespace, "write", write.event, now=write.now,
+                                         memory_from="m")
+    parts.append(f"e AS ({event_sql})")
+    args += [*event_args, PENDING_FLAG]
+    return (f"WITH {', '.join(parts)} SELECT (SELECT id FROM m), {_FLAG}, "
+            f"EXISTS (SELECT 1 FROM {held})"), tuple(args)
+
+
 def gated_statement(namespace: str, space: str, write: GatedWrite) -> tuple[str, tuple[Any, ...]]:
     """One statement that stores what the gate decided (see the module's docstring).
 
@@ -117,17 +227,9 @@ def gated_statement(namespace: str, space: str, write: GatedWrite) -> tuple[str,
                      *event_args, rec.id, PENDING_FLAG)
     event_sql, event_args = event_insert(namespace, "write", write.event, now=write.now,
                                          memory_from="m")
-    parts = [f"m AS ({MEMORY_INSERT} RETURNING id)", f"l AS ({_LEX.format(src='m')})"]
-    args: list[Any] = [*memory_params(namespace, rec), *lex]
-    if write.vector is not None:
-        parts.append(f"v AS ({_VECTOR})")
-        args += [space, VectorParam(write.vector)]
-    else:
-        parts.append(f"p AS ({_PENDING})")
-        args.append(PENDING_FLAG)
-    if write.decision == "link" and write.nearest is not None:
-        parts.append(f"r AS ({_EDGE})")
-        args += [write.nearest, round(write.similarity, 4), write.now, write.now]
+    rows, row_args = _rows(space, write, _PENDING)
+    parts = [f"m AS ({MEMORY_INSERT} RETURNING id)", *rows]
+    args: list[Any] = [*memory_params(namespace, rec), *row_args]
     parts.append(f"k AS ({write_key_insert(refresh=refresh, memory_from='m')})")
     args += [*key, *outcome]
     parts.append(f"e AS ({event_sql})")
