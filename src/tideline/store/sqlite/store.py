@@ -435,8 +435,11 @@ class SQLiteStore(NamespaceRows):
                                f"(SELECT max(namespace) FROM {table})").fetchone()
             shared = not lo == hi == self.namespace
             if shared and total:
-                total = int(c.execute(f"SELECT max(id) FROM {table} WHERE "  # noqa: S608
-                                      "namespace = ?", (self.namespace,)).fetchone()[0] or 0)
+                # Backwards from the highest id to this namespace's last row ("+": not the
+                # namespace index, which would read all of its rows: 25 ms at 100k).
+                top = c.execute(f"SELECT id FROM {table} WHERE +namespace = ? "  # noqa: S608
+                                "ORDER BY id DESC LIMIT 1", (self.namespace,)).fetchone()
+                total = int(top[0]) if top else 0
             cache = self._df_cache_for(kind, total)
             if total == 0:  # no row was ever stored: nothing holds any token
                 return dict.fromkeys(tokens, 0), 0
@@ -447,8 +450,9 @@ class SQLiteStore(NamespaceRows):
                 for token in wanted:
                     if fts.has_token(token):
                         counted[token] = int(c.execute(
+                            # "+": the posting list drives, not the namespace's rows.
                             f"SELECT count(*) FROM {words} f JOIN {table} x ON x.id = "  # noqa: S608
-                            f"f.rowid WHERE {words} MATCH ? AND x.namespace = ?",
+                            f"f.rowid WHERE {words} MATCH ? AND +x.namespace = ?",
                             (fts.quote(token), self.namespace)).fetchone()[0])
                 wanted = []
             # One statement per chunk: the vocabulary table looks each term up on its own
