@@ -11,12 +11,13 @@ from tests.conftest import hashing
 from tideline import Memory
 from tideline.errors import EmbedderMismatch, NotFound
 from tideline.models import LexicalQuery, WriteResult
+from tideline.store.postgres.schema import SCHEMA_VERSION
 
 
 def test_schema_version_and_marker_live_in_the_database(pg_mem: Memory, pg_url: str,
                                                         tmp_path: Path) -> None:
     info = pg_mem.introspect()
-    assert info["schema_version"] == 5 and info["database"].startswith("postgresql://")
+    assert info["schema_version"] == SCHEMA_VERSION and info["database"].startswith("postgresql://")
     assert pg_mem.store.backend == "postgresql"
     assert pg_mem.store.db.get_meta("embedder") == pg_mem.embedder.marker
     # Another host (another local directory) opening the same database sees it.

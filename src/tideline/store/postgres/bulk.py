@@ -120,12 +120,12 @@ def copy_vectors(c: Conn, rows: Sequence[tuple[str, int, np.ndarray]], *,
         cp.write(b"".join(parts))
 
 
-def copy_index_rows(c: Conn, table: str, rows: Sequence[tuple[int, str]]) -> None:
+def copy_index_rows(c: Conn, table: str, rows: Sequence[tuple[int, str, str]]) -> None:
     """``COPY`` the word and substring index rows of new memories (``memories_lex``) or
-    turns (``turns_lex``) from (id, indexed text) pairs."""
-    _copy_rows(c, f"COPY {table} (id, words, subs) FROM STDIN",
-               [(i, pg_lexical.words_vector(body), pg_lexical.substring_text(body))
-                for i, body in rows])
+    turns (``turns_lex``) from (id, namespace, indexed text) triples."""
+    _copy_rows(c, f"COPY {table} (id, namespace, words, subs) FROM STDIN",
+               [(i, ns, pg_lexical.words_vector(body), pg_lexical.substring_text(body))
+                for i, ns, body in rows])
 
 
 def insert_memories(c: Conn, namespace: str, space: Any, recs: Sequence[MemoryRecord],
@@ -159,8 +159,8 @@ def insert_memories(c: Conn, namespace: str, space: Any, recs: Sequence[MemoryRe
          r.weight, r.strength, r.stability, r.reinforcements, r.last_access, r.status,
          r.version, r.supersedes, r.event_time, r.recorded_at, r.updated_at)
         for mid, r in zip(ids, recs, strict=True)])
-    copy_index_rows(c, "memories_lex",
-                    [(mid, memory_index_text(r)) for mid, r in zip(ids, recs, strict=True)])
+    copy_index_rows(c, "memories_lex", [(mid, namespace, memory_index_text(r))
+                                        for mid, r in zip(ids, recs, strict=True)])
     copy_vectors(c, [(space("m", r.scope), mid, v)
                      for mid, r, v in zip(ids, recs, vectors, strict=True) if v is not None])
     if any(v is None for v in vectors):

@@ -255,13 +255,21 @@ class PostgresLoader(ArchiveLoader):
             rows, self._puts = self._puts, []
             copy_vectors(self.c, rows)
 
+    def _namespaces(self, table: str, ids: Sequence[int]) -> dict[int, str]:
+        """The namespace of each loaded row (an archive of a store holds several)."""
+        return {int(i): str(ns) for i, ns in self.c.execute(
+            f"SELECT id, namespace FROM {table} WHERE id = ANY(?)",  # noqa: S608
+            ([int(i) for i in ids],)).fetchall()}
+
     def _index_memories(self, recs: Sequence[MemoryRecord]) -> None:
+        names = self._namespaces("memories", [rec.id for rec in recs])
         copy_index_rows(self.c, "memories_lex",
-                        [(rec.id, memory_index_text(rec)) for rec in recs])
+                        [(rec.id, names[rec.id], memory_index_text(rec)) for rec in recs])
 
     def _index_turns(self, turns: Sequence[tuple[int, str, str]]) -> None:
-        copy_index_rows(self.c, "turns_lex",
-                        [(tid, turn_index_text(speaker, text)) for tid, speaker, text in turns])
+        names = self._namespaces("turns", [tid for tid, _, _ in turns])
+        copy_index_rows(self.c, "turns_lex", [(tid, names[tid], turn_index_text(speaker, text))
+                                              for tid, speaker, text in turns])
 
     def finish(self) -> None:
         """Load what is gathered, index the new rows, check every reference.

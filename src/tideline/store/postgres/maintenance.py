@@ -74,17 +74,20 @@ def _problems(checks: dict[str, Any], embedder: Embedder) -> list[str]:
 
 
 def _reindex_rows(store: PostgresStore) -> str:
-    """Rebuild every word and substring index row from the rows."""
+    """Rebuild every word and substring index row from the rows (of every namespace,
+    each row with its own)."""
     n = 0
     with store.db.write() as c:
         c.execute("DELETE FROM memories_lex")
         c.execute("DELETE FROM turns_lex")
-        for row in c.execute(f"SELECT {_MEMORY_COLUMNS} FROM memories").fetchall():  # noqa: S608
-            rec = memory_from_row(row)
-            store._index_memory(c, rec.id, rec)
+        for row in c.execute(f"SELECT namespace, {_MEMORY_COLUMNS} FROM memories"  # noqa: S608
+                             ).fetchall():
+            rec = memory_from_row(row[1:])
+            store._index_memory(c, rec.id, rec, namespace=str(row[0]))
             n += 1
-        for tid, speaker, text in c.execute("SELECT id, speaker, text FROM turns").fetchall():
-            store._index_turn(c, int(tid), str(speaker), str(text))
+        for tid, ns, speaker, text in c.execute(
+                "SELECT id, namespace, speaker, text FROM turns").fetchall():
+            store._index_turn(c, int(tid), str(speaker), str(text), namespace=str(ns))
             n += 1
     return f"lexical:{n}"
 

@@ -9,8 +9,9 @@ are deferrable, so a load may bring rows in any order and is checked at commit.
 
 What only PostgreSQL has lives in derived tables and columns the archive never
 carries: ``memories_lex`` / ``turns_lex`` (a ``tsvector`` of the word index and the
-casefolded text of the ``pg_trgm`` substring index) and one HNSW index per dimension
-over ``vectors.v``, made when a store first uses that dimension.
+casefolded text of the ``pg_trgm`` substring index, each row with its namespace since
+schema 6, under GIN indexes that start with the namespace) and one HNSW index per
+dimension over ``vectors.v``, made when a store first uses that dimension.
 
 ``vectors.v`` is a pgvector ``vector`` (schema 5; it was a ``bytea`` copy beside a
 ``vector`` column before, putting each row past the 2 KB TOAST threshold). It reads back
@@ -31,7 +32,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from tideline.store.postgres.connection import Conn
 
-__all__ = ["DERIVED_TABLES", "MIGRATIONS", "SCHEMA_VERSION", "ensure_vector_index"]
+__all__ = ["DERIVED_TABLES", "MIGRATIONS", "SCHEMA_VERSION", "ensure_vector_index",
+           "lexical_indexes"]
 
 #: Tables rebuilt from the rows, never archived.
 DERIVED_TABLES = frozenset({"vector_log", "memories_lex", "turns_lex", "vectors_staging"})
@@ -348,6 +350,57 @@ def _m005_one_vector(db: Conn) -> None:
     db.execute("ALTER TABLE vectors ALTER COLUMN v SET NOT NULL")
 
 
+def _m006_lexical_namespace(db: Conn) -> None:
+    """Each word and substring index row holds its namespace, and the indexes start with it.
+
+    Schema 6. The lexical
+    tables held only an id, so a search ranked the matches of every namespace on the
+    server before keeping its own, and a token's document frequency counted them all:
+    one tenant's ranking and cost depended on the others' rows. Now a search and a count
+    name the namespace inside the index scan: the GIN indexes are multicolumn
+    ``(namespace, words)`` and ``(namespace, subs gin_trgm_ops)`` (``btree_gin`` indexes
+    the text column), and a b-tree ``(namespace, id)`` counts a namespace's rows. The
+    column is also what partitioning or distributing these tables by namespace needs.
+
+    The tables are rebuilt rather than updated in place: the rows are copied out with
+    their memory's or turn's namespace, the table is made again as a fresh one (so its
+    constraint and index names are the usual ones, and no dead copy of every row is
+    left behind for the vacuum), and the rows go back ordered by namespace (one
+    namespace's rows share heap pages). A derived row whose memory or turn is gone
+    cannot exist (the foreign key); a memory without its row stays without one (doctor
+    finds and rebuilds it).
+    """
+    db.execute("CREATE EXTENSION IF NOT EXISTS btree_gin")
+    db.execute("SELECT set_config('maintenance_work_mem', '256MB', true)")
+    for lex, rows in (("memories_lex", "memories"), ("turns_lex", "turns")):
+        db.execute(f"CREATE TEMP TABLE tl_lex ON COMMIT DROP AS SELECT l.id, x.namespace, "  # noqa: S608
+                   f"l.words, l.subs FROM {lex} l JOIN {rows} x ON x.id = l.id")
+        db.execute(f"DROP TABLE {lex}")
+        db.execute(f"""CREATE TABLE {lex} (
+            id bigint PRIMARY KEY,
+            namespace text NOT NULL,
+            words tsvector NOT NULL,
+            subs text NOT NULL
+        )""")
+        db.execute(f"INSERT INTO {lex} (id, namespace, words, subs) SELECT id, "  # noqa: S608
+                   "namespace, words, subs FROM tl_lex ORDER BY namespace, id")
+        db.execute("DROP TABLE tl_lex")
+        # After the copy: one check of the whole table instead of one per row.
+        db.execute(f"ALTER TABLE {lex} ADD FOREIGN KEY (id) REFERENCES {rows}(id) "
+                   f"ON DELETE CASCADE {_FK}")
+        for statement in lexical_indexes(lex):
+            db.execute(statement)
+        db.execute(f"ANALYZE {lex}")
+
+
+def lexical_indexes(lex: str) -> list[str]:
+    """The secondary indexes of a lexical table (schema 6): the word and substring GIN
+    indexes, each scanned for one namespace, and the b-tree that counts its rows."""
+    return [f"CREATE INDEX {lex}_words ON {lex} USING gin (namespace, words)",
+            f"CREATE INDEX {lex}_subs ON {lex} USING gin (namespace, subs gin_trgm_ops)",
+            f"CREATE INDEX {lex}_namespace ON {lex} (namespace, id)"]
+
+
 def ensure_vector_index(db: Conn, dim: int) -> None:
     """The HNSW (cosine) index of the vectors of one dimension, made once per dimension.
 
@@ -372,5 +425,6 @@ def ensure_vector_index(db: Conn, dim: int) -> None:
 # The append-only migrations, applied in order on open.
 MIGRATIONS: list[Callable[[Conn], None]] = [
     _m001_core, _m002_cognition, _m003_sleep, _m004_turn_identity, _m005_one_vector,
+    _m006_lexical_namespace,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)  # the version this Tideline writes

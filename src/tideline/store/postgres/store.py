@@ -64,6 +64,9 @@ _KEY_READ = ("SELECT memory_id, decision, similarity, nearest FROM write_keys "
 _HINT_SECONDS = 1.0
 #: The sleep-state key cluster routing reads on every recall (see ``state_seen``).
 _CLUSTERS_VERSION = "clusters.version"
+# A row's namespace never changes, so a conflict (a re-index) rewrites only the text.
+_INDEX_ROW = ("INSERT INTO {lex}(id, namespace, words, subs) VALUES (?, ?, ?::tsvector, ?) "
+              "ON CONFLICT (id) DO UPDATE SET words = excluded.words, subs = excluded.subs")
 
 
 def vector_text(vector: np.ndarray) -> str:
@@ -108,6 +111,7 @@ class PostgresStore(TurnRows, NamespaceRows):
         self.db = Database(url, directory, retries=retries, lock_timeout_ms=lock_timeout_ms,
                            pool_size=pool_size)
         self._df_caches: dict[str, tuple[int, float, dict[str, int]]] = {}
+        self._alone_seen: dict[str, tuple[float, bool]] = {}  # see _alone
         self._hints = threading.local()
         self._seen: dict[str, tuple[float, str | None]] = {}
         self._seen_lock = threading.Lock()
@@ -229,21 +233,22 @@ class PostgresStore(TurnRows, NamespaceRows):
         if c.writing:
             c.lock(LOCK_KEY, self.namespace, key)
 
-    def _index_memory(self, c: Conn, mid: int, rec: MemoryRecord) -> None:
+    def _index_memory(self, c: Conn, mid: int, rec: MemoryRecord, *,
+                      namespace: str | None = None) -> None:
+        """Write a memory's word and substring index row (``namespace``: the memory's,
+        when it is not this store's — doctor's rebuild of every namespace)."""
         body = memory_index_text(rec)
-        c.execute(
-            "INSERT INTO memories_lex(id, words, subs) VALUES (?, ?::tsvector, ?) "
-            "ON CONFLICT (id) DO UPDATE SET words = excluded.words, subs = excluded.subs",
-            (mid, pg_lexical.words_vector(body), pg_lexical.substring_text(body)),
-        )
+        c.execute(_INDEX_ROW.format(lex="memories_lex"),
+                  (mid, self.namespace if namespace is None else namespace,
+                   pg_lexical.words_vector(body), pg_lexical.substring_text(body)))
 
-    def _index_turn(self, c: Conn, tid: int, speaker: str, text: str) -> None:
+    def _index_turn(self, c: Conn, tid: int, speaker: str, text: str, *,
+                    namespace: str | None = None) -> None:
+        """Write a turn's word and substring index row (see :meth:`_index_memory`)."""
         body = turn_index_text(speaker, text)
-        c.execute(
-            "INSERT INTO turns_lex(id, words, subs) VALUES (?, ?::tsvector, ?) "
-            "ON CONFLICT (id) DO UPDATE SET words = excluded.words, subs = excluded.subs",
-            (tid, pg_lexical.words_vector(body), pg_lexical.substring_text(body)),
-        )
+        c.execute(_INDEX_ROW.format(lex="turns_lex"),
+                  (tid, self.namespace if namespace is None else namespace,
+                   pg_lexical.words_vector(body), pg_lexical.substring_text(body)))
 
     def _put_vector(self, c: Conn, space: str, key: int, vector: np.ndarray) -> None:
         # The binary form the gated write and the searches send (exact float32s).
@@ -501,53 +506,57 @@ class PostgresStore(TurnRows, NamespaceRows):
         return self._search_turns(search, scopes=scopes, limit=limit, since=since, until=until)
 
     @staticmethod
-    def _match(search: pg_lexical.Search) -> tuple[str, str, list[Any]]:
-        """(score expression, condition, their parameters in order) over ``l``."""
+    def _match(search: pg_lexical.Search) -> tuple[str, list[Any], str, list[Any]]:
+        """(score expression, its parameters, condition, its parameters) over ``l``."""
         if search.tsquery is not None:
-            return ("ts_rank(l.words, ?::tsquery)", "l.words @@ ?::tsquery",
-                    [search.tsquery, search.tsquery])
+            return ("ts_rank(l.words, ?::tsquery)", [search.tsquery], "l.words @@ ?::tsquery",
+                    [search.tsquery])
         likes = " + ".join(["(CASE WHEN l.subs LIKE ? THEN 1 ELSE 0 END)"] * len(search.patterns))
         cond = " OR ".join(["l.subs LIKE ?"] * len(search.patterns))
-        return f"({likes})", f"({cond})", [*search.patterns, *search.patterns]
+        return f"({likes})", [*search.patterns], f"({cond})", [*search.patterns]
 
-    @classmethod
-    def _ranked(cls, search: pg_lexical.Search, lex: str, rows: str, where: list[str]) -> str:
-        """The matches of ``lex`` best first, each kept if its row of ``rows`` (alias
-        ``x``) passes ``where``; parameters: the match's, then the filter's, then the limit.
+    def _ranked(self, search: pg_lexical.Search, lex: str, rows: str, where: list[str],
+                args: Sequence[Any], limit: int) -> tuple[str, list[Any]]:
+        """The statement and parameters for the matches of ``lex`` in this namespace best
+        first, each kept if its row of ``rows`` (alias ``x``) passes ``where``
+        (parameters ``args``), at most ``limit``.
 
-        The lexical tables hold no namespace or scope, so the matches come from the word
-        or trigram index alone, are ranked there (their number is bounded by the engine's
-        posting budget), and only then is each looked up by primary key, best first,
-        until ``limit`` pass. The ``LIMIT 1`` keeps the lookup a nested-loop probe: joined
-        plainly, the planner hashed the whole namespace's rows (a sequential scan of
-        every memory) for each search.
+        The namespace is a column of the lexical tables and the first column of their
+        GIN indexes, so the index scan itself reads only this namespace's postings (or,
+        when the table holds no other namespace's rows, see :meth:`_alone`, the index
+        without it): the matches are those of this namespace alone, ranked there (their number is
+        bounded by the engine's posting budget), and only then each is looked up by
+        primary key, best first, until ``limit`` pass the scope and other filters. The
+        ``LIMIT 1`` keeps the lookup a nested-loop probe: joined plainly, the planner
+        hashed the whole namespace's rows (a sequential scan of every memory) for each
+        search.
         """
-        score, cond, _ = cls._match(search)
-        return (f"SELECT h.id, h.r FROM (SELECT l.id, {score} AS r FROM {lex} l "  # noqa: S608
-                f"WHERE {cond} ORDER BY r DESC, l.id DESC) AS h CROSS JOIN LATERAL "
-                f"(SELECT 1 FROM {rows} x WHERE x.id = h.id AND {' AND '.join(where)} "
-                "LIMIT 1) AS kept ORDER BY h.r DESC, h.id DESC LIMIT ?")
+        score, score_args, cond, cond_args = self._match(search)
+        mine, ns = ("", []) if self._alone(lex[0]) else ("l.namespace = ? AND ", [self.namespace])
+        sql = (f"SELECT h.id, h.r FROM (SELECT l.id, {score} AS r FROM {lex} l "  # noqa: S608
+               f"WHERE {mine}{cond} ORDER BY r DESC, l.id DESC) AS h CROSS JOIN LATERAL "
+               f"(SELECT 1 FROM {rows} x WHERE x.id = h.id AND {' AND '.join(where)} "
+               "LIMIT 1) AS kept ORDER BY h.r DESC, h.id DESC LIMIT ?")
+        return sql, [*score_args, *ns, *cond_args, *args, limit]
 
     def _search_memories(self, search: pg_lexical.Search, *, scopes: Sequence[str], limit: int,
                          kind: str | None, since: float | None, until: float | None,
                          include_superseded: bool) -> list[tuple[int, float]]:
         if search.empty or not scopes:
             return []
-        margs = self._match(search)[2]
         where, args = self._filters(scopes=scopes, kind=kind, alias="x", since=since,
                                     until=until)
         if not include_superseded:
             where.append("x.status != 'superseded'")
-        sql = self._ranked(search, "memories_lex", "memories", where)
+        sql, params = self._ranked(search, "memories_lex", "memories", where, args, limit)
         with self.db.read() as c:
-            rows = c.execute(sql, (*margs, *args, limit)).fetchall()
+            rows = c.execute(sql, params).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def _search_turns(self, search: pg_lexical.Search, *, scopes: Sequence[str], limit: int,
                       since: float | None, until: float | None) -> list[tuple[int, float]]:
         if search.empty or not scopes:
             return []
-        margs = self._match(search)[2]
         where = ["x.namespace = ?", "x.scope = ANY(?)"]
         args: list[Any] = [self.namespace, list(scopes)]
         if since is not None:
@@ -556,22 +565,25 @@ class PostgresStore(TurnRows, NamespaceRows):
         if until is not None:
             where.append("coalesce(x.ts, x.recorded_at) <= ?")
             args.append(until)
-        sql = self._ranked(search, "turns_lex", "turns", where)
+        sql, params = self._ranked(search, "turns_lex", "turns", where, args, limit)
         with self.db.read() as c:
-            rows = c.execute(sql, (*margs, *args, limit)).fetchall()
+            rows = c.execute(sql, params).fetchall()
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def document_frequencies(self, kind: str, tokens: Sequence[str]) -> tuple[dict[str, int], int]:
-        """How many rows of memories (``m``) or turns (``t``) hold each index token.
+        """How many rows of this namespace's memories (``m``) or turns (``t``) hold each
+        index token.
 
-        Large counts are cached per process as on SQLite (dropped when the row count
-        moved by over 1 % or after five minutes).
+        Counted inside the namespace (the lexical tables' indexes start with it), so
+        one namespace's weights and cost do not move with another's rows. Large counts
+        are cached per process as on SQLite (dropped when the row count moved by over
+        1 % or after five minutes).
 
         Returns:
-            Document frequency per token (missing tokens are 0) and the highest row id
-            as an estimate of the row count.
+            Document frequency per token (missing tokens are 0) and the namespace's
+            highest row id as an estimate of its row count (as on SQLite; one index
+            lookup).
         """
-        lex, table = ("memories_lex", "memories") if kind == "m" else ("turns_lex", "turns")
         wanted = list(dict.fromkeys(tokens))
         lexemes: dict[str, str | None] = {}
         for token in wanted:
@@ -583,13 +595,13 @@ class PostgresStore(TurnRows, NamespaceRows):
         guess = self._df_caches.get(kind)
         known = guess[2] if guess is not None else {}
         total, counted = self._count_tokens(
-            lex, table, {t: q for t in wanted if t not in known and (q := lexemes[t])})
+            kind, {t: q for t in wanted if t not in known and (q := lexemes[t])})
         cache = self._df_cache_for(kind, total)
         if cache is not known:
             stale = {t: q for t in wanted if t in known and t not in counted
                      and (q := lexemes[t])}
             if stale:
-                counted |= self._count_tokens(lex, table, stale)[1]
+                counted |= self._count_tokens(kind, stale)[1]
         out: dict[str, int] = {}
         for token in wanted:
             hit = cache.get(token)
@@ -600,23 +612,45 @@ class PostgresStore(TurnRows, NamespaceRows):
             out[token] = hit
         return out, total
 
-    def _count_tokens(self, lex: str, table: str,
-                      queries: dict[str, str]) -> tuple[int, dict[str, int]]:
-        """The highest row id of ``table`` and the rows of ``lex`` holding each token
-        (``queries``: token → its one-lexeme ``tsquery``), in one statement."""
-        sql = (f"SELECT top.n, c.token, c.hits, top.cv FROM (SELECT coalesce(max(id), 0) "  # noqa: S608
-               f"AS n, (SELECT value FROM sleep_state WHERE namespace = ? AND key = "
-               f"'{_CLUSTERS_VERSION}') AS cv FROM {table}) AS top LEFT JOIN LATERAL "
-               f"(SELECT q.token, (SELECT count(*) FROM {lex} WHERE words @@ q.lexeme::tsquery) "
-               "AS hits FROM unnest(?::text[], ?::text[]) AS q(token, lexeme)) AS c ON true")
+    def _count_tokens(self, kind: str, queries: dict[str, str]) -> tuple[int, dict[str, int]]:
+        """The namespace's highest row id in memories (``m``) or turns (``t``) and its
+        rows holding each token (``queries``: token → its one-lexeme ``tsquery``), in one
+        statement.
+
+        When the lexical table holds no other namespace's rows (its lowest and highest
+        namespace, two lookups of its b-tree, are this one), each token is counted
+        without the namespace condition: the same count in the same snapshot, without
+        walking the namespace's posting list inside the GIN scan (up to a millisecond a
+        token at 100k rows). The statement also reports that, for :meth:`_alone`.
+        """
+        lex = "memories_lex" if kind == "m" else "turns_lex"
+        sql = (f"SELECT top.n, c.token, c.hits, top.cv, top.alone FROM (SELECT "  # noqa: S608
+               f"coalesce(max(id), 0) AS n, (SELECT value FROM sleep_state WHERE namespace = "
+               f"? AND key = '{_CLUSTERS_VERSION}') AS cv, coalesce((SELECT min(namespace) "
+               f"FROM {lex}) = ? AND (SELECT max(namespace) FROM {lex}) = ?, false) AS alone "
+               f"FROM {lex} WHERE namespace = ?) AS top LEFT JOIN LATERAL (SELECT q.token, "
+               f"CASE WHEN top.alone THEN (SELECT count(*) FROM {lex} WHERE words @@ "
+               f"q.lexeme::tsquery) ELSE (SELECT count(*) FROM {lex} WHERE namespace = ? AND "
+               "words @@ q.lexeme::tsquery) END AS hits FROM unnest(?::text[], ?::text[]) "
+               "AS q(token, lexeme)) AS c ON true")
+        ns = self.namespace
         sent = time.monotonic()
         with self.db.read() as c:
-            rows = c.execute(sql, (self.namespace, list(queries),
+            rows = c.execute(sql, (ns, ns, ns, ns, ns, list(queries),
                                    list(queries.values()))).fetchall()
         if rows:
             self._saw(_CLUSTERS_VERSION, sent, None if rows[0][3] is None else str(rows[0][3]))
+            self._alone_seen[kind] = (sent, bool(rows[0][4]))
         total = int(rows[0][0]) if rows else 0
         return total, {str(r[1]): int(r[2]) for r in rows if r[1] is not None}
+
+    def _alone(self, kind: str) -> bool:
+        """Whether a statement of the last second found this namespace alone in the
+        lexical table of ``kind`` (every recall counts its tokens right before it
+        searches). A search then scans the GIN index without the namespace: the same
+        rows, since the probe of each match keeps this namespace's only."""
+        sent, alone = self._alone_seen.get(kind, (-math.inf, False))
+        return alone and time.monotonic() - sent < _HINT_SECONDS
 
     def _saw(self, key: str, sent: float, value: str | None) -> None:
         with self._seen_lock:

@@ -66,8 +66,9 @@ __all__ = ["TARGET_DIGEST", "at_once_statement", "gate_sql", "gated_statement",
 
 _EDGE = ("INSERT INTO edges(src, dst, type, weight, created_at, updated_at) "
          "SELECT id, ?, 'related', ?, ?, ? FROM m")
-_LEX = ("INSERT INTO memories_lex(id, words, subs) SELECT id, ?::tsvector, ? FROM {src} "
-        "ON CONFLICT (id) DO UPDATE SET words = excluded.words, subs = excluded.subs")
+# Parameters: the namespace, the tsvector literal, the substring text.
+_LEX = ("INSERT INTO memories_lex(id, namespace, words, subs) SELECT id, ?, ?::tsvector, ? "
+        "FROM {src} ON CONFLICT (id) DO UPDATE SET words = excluded.words, subs = excluded.subs")
 _VECTOR = ("INSERT INTO vectors(space, key, v) SELECT ?, id, ?::vector FROM m "
            "ON CONFLICT (space, key) DO UPDATE SET v = excluded.v")
 _PENDING = ("INSERT INTO db_meta(key, value) VALUES (?, '1') "
@@ -212,7 +213,7 @@ def gated_statement(namespace: str, space: str, write: GatedWrite) -> tuple[str,
     """
     rec = write.rec
     body = memory_index_text(rec)
-    lex = (pg_lexical.words_vector(body), pg_lexical.substring_text(body))
+    lex = (namespace, pg_lexical.words_vector(body), pg_lexical.substring_text(body))
     key = (namespace, write.key)
     outcome = (write.decision, write.similarity, write.nearest, write.now)
     refresh = write.refresh_key

@@ -43,8 +43,8 @@ from tideline.text import (
     wants_substring,
 )
 
-__all__ = ["expression", "expressions", "index_text", "match_expression", "raw_match",
-           "trigram_expression"]
+__all__ = ["expression", "expressions", "has_token", "index_text", "match_expression", "quote",
+           "raw_match", "trigram_expression"]
 
 _NOT_TOKEN_CHARS = frozenset(
     [chr(cp) for cp in range(0x19B0, 0x19C1)] + ["\u19c8", "\u19c9", "\u1cf2", "\u1cf3"]
@@ -67,6 +67,16 @@ def _has_token(text: str) -> bool:
 
 def _quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
+
+
+def quote(term: str) -> str:
+    """``term`` as one FTS5 string (a phrase of its tokens; no syntax of its own)."""
+    return _quote(term)
+
+
+def has_token(text: str) -> bool:
+    """Whether ``text`` holds a character the word index keeps (else it matches nothing)."""
+    return _has_token(text)
 
 
 def _cjk_term(word: str, *, han: bool = False) -> str:

@@ -340,8 +340,19 @@ def _m005_one_vector(db: sqlite3.Connection) -> None:
     del db
 
 
+def _m006_lexical_namespace(db: sqlite3.Connection) -> None:
+    """Nothing here: schema 6 gives PostgreSQL's word and substring index rows their
+    namespace (a search and a document frequency there stay inside one namespace). The
+    FTS5 tables of a SQLite file are left as they are: their rows are found through the
+    memory's or turn's rowid and filtered by its namespace, and a file usually holds one
+    tenant (one store directory each). The version moves with PostgreSQL's, so an
+    archive's schema version means the same on both backends."""
+    del db
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_core, _m002_cognition, _m003_sleep, _m004_turn_identity, _m005_one_vector,
+    _m006_lexical_namespace,
 ]
 #: The schema version this Tideline writes: one per migration.
 SCHEMA_VERSION = len(MIGRATIONS)
