@@ -117,12 +117,14 @@ def keyed_gate_sql(dim: int, exact: bool) -> str:
             "ON true ORDER BY g.distance")
 
 
-def _rows(space: str, write: GatedWrite, pending: str) -> tuple[list[str], list[Any]]:
+def _rows(namespace: str, space: str, write: GatedWrite,
+          pending: str) -> tuple[list[str], list[Any]]:
     """The CTEs after the memory's (``m``) of a new or linked memory: its index row, its
     vector or the pending flag (``pending``: that statement), a link's edge."""
     body = memory_index_text(write.rec)
     parts = [f"l AS ({_LEX.format(src='m')})"]
-    args: list[Any] = [pg_lexical.words_vector(body), pg_lexical.substring_text(body)]
+    args: list[Any] = [namespace, pg_lexical.words_vector(body),
+                       pg_lexical.substring_text(body)]
     if write.vector is not None:
         parts.append(f"v AS ({_VECTOR})")
         args += [space, VectorParam(write.vector)]
@@ -183,10 +185,10 @@ def at_once_statement(
         body = memory_index_text(rec)
         parts += [f"m AS ({MEMORY_UPDATE} AND EXISTS (SELECT 1 FROM k) RETURNING id)",
                   f"l AS ({_LEX.format(src='m')})"]
-        args += [*update_params(namespace, rec), pg_lexical.words_vector(body),
+        args += [*update_params(namespace, rec), namespace, pg_lexical.words_vector(body),
                  pg_lexical.substring_text(body)]
     else:
-        rows, row_args = _rows(space, write, _PENDING_FROM_M)
+        rows, row_args = _rows(namespace, space, write, _PENDING_FROM_M)
         parts += [f"m AS ({_MEMORY_WITH_ID} RETURNING id)", *rows]
         args += [*memory_params(namespace, rec), *row_args]
     event_sql, event_args = event_insert(namespace, "write", write.event, now=write.now,
@@ -228,7 +230,7 @@ def gated_statement(namespace: str, space: str, write: GatedWrite) -> tuple[str,
                      *event_args, rec.id, PENDING_FLAG)
     event_sql, event_args = event_insert(namespace, "write", write.event, now=write.now,
                                          memory_from="m")
-    rows, row_args = _rows(space, write, _PENDING)
+    rows, row_args = _rows(namespace, space, write, _PENDING)
     parts = [f"m AS ({MEMORY_INSERT} RETURNING id)", *rows]
     args: list[Any] = [*memory_params(namespace, rec), *row_args]
     parts.append(f"k AS ({write_key_insert(refresh=refresh, memory_from='m')})")
