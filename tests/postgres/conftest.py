@@ -8,6 +8,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,23 @@ def pg_server() -> Iterator[Any]:
     finally:
         server.cleanup()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def at_schema(url: str, version: int, marker: str) -> Iterator[Any]:
+    """A connection (``Conn``, autocommit) to ``url`` migrated only up to schema
+    ``version``, its version and embedder marker recorded: an older release's store, for
+    the tests of the migrations after it."""
+    from tideline.store.postgres.connection import Conn
+    from tideline.store.postgres.schema import MIGRATIONS
+
+    with psycopg.connect(url, autocommit=True) as raw:
+        c = Conn(raw, writing=True)
+        for migration in MIGRATIONS[:version]:
+            migration(c)
+        c.execute("INSERT INTO db_meta(key, value) VALUES ('schema_version', ?), "
+                  "('embedder', ?)", (str(version), marker))
+        yield c
 
 
 def fresh_database(server: Any) -> str:

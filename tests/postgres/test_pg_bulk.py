@@ -18,14 +18,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.archive.helpers import open_store, populate, rewrite, rows_by_table
+from tests.postgres.conftest import at_schema
 
 from tideline import Memory
 from tideline.archive.exchange import archive_digest
 from tideline.errors import ArchiveInvalid, Conflict, TidelineError
 from tideline.models import MemoryRecord
 from tideline.store.postgres import dump, open_postgres
-from tideline.store.postgres.connection import Conn
-from tideline.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
+from tideline.store.postgres.schema import SCHEMA_VERSION
 from tideline.store.postgres.store import vector_text
 
 MARKER = "hashing:hashing-v1/3"
@@ -45,12 +45,7 @@ def test_a_schema_4_store_moves_to_one_vector_column(tmp_path: Path, pg_url: str
     vecs = [np.array([0.6, 0.8, 0.0], dtype=np.float32),
             np.array([0.0, 0.28, 0.96], dtype=np.float32),
             np.array([1 / 3, 2 / 3, 2 / 3], dtype=np.float32)]
-    with psycopg.connect(pg_url, autocommit=True) as raw:
-        c = Conn(raw, writing=True)
-        for migration in MIGRATIONS[:4]:
-            migration(c)
-        c.execute("INSERT INTO db_meta(key, value) VALUES ('schema_version', '4'), "
-                  "('embedder', ?)", (MARKER,))
+    with at_schema(pg_url, 4, MARKER) as c:
         c.execute("CREATE INDEX vectors_hnsw_3 ON vectors USING hnsw ((emb::vector(3)) "
                   "vector_cosine_ops) WHERE vector_dims(emb) = 3")
         for key, vec in enumerate(vecs[:2], start=1):

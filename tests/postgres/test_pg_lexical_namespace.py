@@ -13,7 +13,6 @@ from __future__ import annotations
 import itertools
 import json
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,12 +23,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.conftest import hashing
+from tests.postgres.conftest import at_schema, fresh_database
 
 from tideline import Memory
 from tideline.models import LexicalQuery, MemoryRecord, Turn
 from tideline.store.postgres import open_postgres
-from tideline.store.postgres.connection import Conn
-from tideline.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
+from tideline.store.postgres.schema import SCHEMA_VERSION
 
 MARKER = hashing().marker
 WORDS = ("kiln", "glaze", "otter", "harbour", "lantern", "quartz", "e4521", "zephyr")
@@ -79,19 +78,11 @@ def _view(store: Any, ids: list[int]) -> dict[str, Any]:
     return out
 
 
-def _database(server: Any) -> str:
-    """A new empty database on the session's server; returns its URL."""
-    name = f"lexns_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(server.get_uri(), autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return str(server.get_uri(name))
-
-
 @pytest.fixture
 def two_databases(pg_server: Any) -> Iterator[tuple[str, str]]:
     """Two empty databases of the session's server: one for a namespace alone, one it
     shares with another namespace."""
-    yield _database(pg_server), _database(pg_server)
+    yield fresh_database(pg_server), fresh_database(pg_server)
 
 
 texts_of = st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=5).map(" ".join),
@@ -138,7 +129,7 @@ def test_recall_in_a_namespace_ignores_a_flood_in_another(pg_url: str, tmp_path:
     """The engine's view: B holds more rows of a word than the posting budget; A's
     recall of it (items, order and confidence) is what it is without B. On schema 5 B's
     count made the word common for A too (a different weight and search)."""
-    alone_url = _database(pg_server)
+    alone_url = fresh_database(pg_server)
     facts = ["the zephyr kiln cracked at 1200 degrees", "Ana glazes pots on Sundays",
              "the harbour lantern is blue", "zephyr glaze needs two coats"]
     flood = [f"zephyr note {i} about nothing in particular" for i in range(2_100)]
@@ -168,12 +159,7 @@ def test_recall_in_a_namespace_ignores_a_flood_in_another(pg_url: str, tmp_path:
 def _v5_store(url: str) -> None:
     """A database at schema 5 (the lexical tables without a namespace) holding two
     namespaces' memories and turns, written as schema 5 wrote them."""
-    with psycopg.connect(url, autocommit=True) as raw:
-        c = Conn(raw, writing=True)
-        for migration in MIGRATIONS[:5]:
-            migration(c)
-        c.execute("INSERT INTO db_meta(key, value) VALUES ('schema_version', '5'), "
-                  "('embedder', ?)", (MARKER,))
+    with at_schema(url, 5, MARKER) as c:
         now = time.time()
         for ns, text in (("north", "kiln glaze"), ("south", "kiln otter"),
                          ("north", "harbour"), ("south", "quartz kiln")):
