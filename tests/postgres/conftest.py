@@ -3,10 +3,10 @@ session, and a fresh database per test."""
 
 from __future__ import annotations
 
-import itertools
 import os
 import shutil
 import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,8 +17,6 @@ import pytest
 from tests.conftest import hashing
 
 from tideline import Memory
-
-_counter = itertools.count()
 
 
 @pytest.fixture(scope="session")
@@ -60,7 +58,9 @@ def at_schema(url: str, version: int, marker: str) -> Iterator[Any]:
 
 def fresh_database(server: Any) -> str:
     """CREATE DATABASE with a new name; returns its URL."""
-    name = f"t{os.getpid()}_{next(_counter)}"
+    # Unique by uuid, not by a counter: this module is also imported by name (``from
+    # tests.postgres.conftest import …``), and that second copy has a counter of its own.
+    name = f"t{os.getpid()}_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(server.get_uri(), autocommit=True) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     return str(server.get_uri(name))
