@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.conftest import hashing
+from tests.recall.chat import recall_tuned, store_chat
 
-from tideline import Memory
-from tideline.config import Config
 from tideline.recall.listener import listener_share
 
 
@@ -34,11 +31,7 @@ def test_listener_share_is_a_share(text: str) -> None:
 
 
 def _ranked(store_dir: Path, discount: float) -> list[tuple[str, float]]:
-    base = Config()
-    config = dataclasses.replace(base, recall=dataclasses.replace(
-        base.recall, listener_discount=discount, neighbour_hits=0))
-    with Memory.open(store_dir, embedder=hashing(), project="global", config=config) as mem:
-        packet = mem.recall("pottery class at the studio", log=False, limit=5)
+    packet = recall_tuned(store_dir, "pottery class at the studio", listener_discount=discount)
     return [(i.message_id or "", i.score) for i in packet.items]
 
 
@@ -50,14 +43,12 @@ def test_the_turn_that_tells_outranks_the_reaction_that_speaks_to_the_listener(
     yourself" ranked above Melanie's own "We love painting together lately … our latest
     work". A reaction addressed to the listener repeats the topic's words but holds no
     fact of its speaker; the discount puts the telling turn first."""
-    with Memory.open(store_dir, embedder=hashing(), project="global") as mem:
-        mem.add_turns([
-            {"session": "s1", "speaker": "Ana", "id": "tell",
-             "text": "I went to the pottery class at the studio and made a bowl."},
-            {"session": "s2", "speaker": "Bo", "id": "react",
-             "text": "Your pottery class at the studio sounds great, you made a bowl!"},
-        ] + [{"session": "s3", "speaker": "Cy", "text": f"weather note {i}"}
-             for i in range(30)], source="chat")
+    store_chat(store_dir, [
+        {"session": "s1", "speaker": "Ana", "id": "tell",
+         "text": "I went to the pottery class at the studio and made a bowl."},
+        {"session": "s2", "speaker": "Bo", "id": "react",
+         "text": "Your pottery class at the studio sounds great, you made a bowl!"},
+    ])
     off = _ranked(store_dir, 0.0)
     on = _ranked(store_dir, 0.15)
     assert [m for m, _ in off][:2] == ["react", "tell"]

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.conftest import hashing
+from tests.recall.chat import recall_tuned, store_chat
 
-from tideline import Memory
 from tideline.config import Config
 from tideline.recall.asking import question_share
 
@@ -28,24 +26,18 @@ def test_question_share_is_a_share(text: str) -> None:
 
 
 def _order(store_dir: Path, discount: float) -> list[str]:
-    base = Config()
-    config = dataclasses.replace(base, recall=dataclasses.replace(
-        base.recall, question_discount=discount, neighbour_hits=0))
-    with Memory.open(store_dir, embedder=hashing(), project="global", config=config) as mem:
-        packet = mem.recall("running marathon training", log=False, limit=5)
+    packet = recall_tuned(store_dir, "running marathon training", question_discount=discount)
     return [i.message_id or "" for i in packet.items]
 
 
 def test_the_turn_that_tells_outranks_the_one_that_asks(store_dir: Path) -> None:
     """ "Wow! What got you into running?" ranked above the answer in LoCoMo conv-26."""
-    with Memory.open(store_dir, embedder=hashing(), project="global") as mem:
-        mem.add_turns([
-            {"session": "s1", "speaker": "Ana", "id": "ask",
-             "text": "Running marathon training? Really?"},
-            {"session": "s2", "speaker": "Bo", "id": "tell",
-             "text": "Running the marathon training plan, it was hard."},
-        ] + [{"session": "s3", "speaker": "Cy", "text": f"weather note {i}"}
-             for i in range(30)], source="chat")
+    store_chat(store_dir, [
+        {"session": "s1", "speaker": "Ana", "id": "ask",
+         "text": "Running marathon training? Really?"},
+        {"session": "s2", "speaker": "Bo", "id": "tell",
+         "text": "Running the marathon training plan, it was hard."},
+    ])
     assert _order(store_dir, 0.0).index("ask") < _order(store_dir, 0.0).index("tell")
     assert _order(store_dir, 0.3).index("tell") < _order(store_dir, 0.3).index("ask")
 
@@ -54,15 +46,14 @@ def test_the_reply_to_a_question_hit_inherits_its_undiscounted_score(store_dir: 
     """The reply holds the answer the question turn only asked about: it comes in at
     ``neighbour_factor`` of the question's score before the discount (never above the
     question's own score), not at a share of the discounted one."""
-    with Memory.open(store_dir, embedder=hashing(), project="global") as mem:
-        mem.add_turns([
-            {"session": "s1", "speaker": "Ana", "id": "ask",
-             "text": "Running marathon training? Really?"},
-            {"session": "s1", "speaker": "Bo", "id": "reply",
-             "text": "Yes, three times a week since spring."},
-        ] + [{"session": "s3", "speaker": "Cy", "text": f"weather note {i}"}
-             for i in range(30)], source="chat")
-        packet = mem.recall("running marathon training", log=False, limit=5)
+    store_chat(store_dir, [
+        {"session": "s1", "speaker": "Ana", "id": "ask",
+         "text": "Running marathon training? Really?"},
+        {"session": "s1", "speaker": "Bo", "id": "reply",
+         "text": "Yes, three times a week since spring."},
+    ])
+    packet = recall_tuned(store_dir, "running marathon training",
+                          neighbour_hits=Config().recall.neighbour_hits)
     by_id = {i.message_id: i for i in packet.items}
     assert by_id["reply"].score >= by_id["ask"].score > 0
 
@@ -71,15 +62,14 @@ def test_a_neighbour_that_only_asks_keeps_its_own_discount(store_dir: Path) -> N
     """LoCoMo: 145 of the top-10 slots went to question turns pulled in beside a hit
     ("Wow! Did you see that band?") and none held evidence; a neighbour now scores
     ``neighbour_factor`` of its hit times its own question discount."""
-    with Memory.open(store_dir, embedder=hashing(), project="global") as mem:
-        mem.add_turns([
-            {"session": "s1", "speaker": "Bo", "id": "tell",
-             "text": "Running the marathon training plan, it was hard."},
-            {"session": "s1", "speaker": "Ana", "id": "asks-back",
-             "text": "Oh wow, who coached you?"},
-        ] + [{"session": "s3", "speaker": "Cy", "text": f"weather note {i}"}
-             for i in range(30)], source="chat")
-        packet = mem.recall("running marathon training", log=False, limit=5)
+    store_chat(store_dir, [
+        {"session": "s1", "speaker": "Bo", "id": "tell",
+         "text": "Running the marathon training plan, it was hard."},
+        {"session": "s1", "speaker": "Ana", "id": "asks-back",
+         "text": "Oh wow, who coached you?"},
+    ])
+    packet = recall_tuned(store_dir, "running marathon training",
+                          neighbour_hits=Config().recall.neighbour_hits)
     by_id = {i.message_id: i for i in packet.items}
     tune = Config().recall
     expected = by_id["tell"].score * tune.neighbour_factor * (1 - tune.question_discount)
