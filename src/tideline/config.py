@@ -103,6 +103,10 @@ class RecallTuning:
     # awesome!" speaks to the other person, "I joined a gym" tells a fact of its speaker
     # (0 disables; English pronouns).
     listener_discount: float = 0.15
+    # A turn right after another speaker's question is lifted by answer_lift times that
+    # question's share of words in questions (recall/answers.py): "What got you into
+    # running?" is answered by a turn that tells a fact of its speaker (0 disables).
+    answer_lift: float = 0.1
     # Sentence vectors (recall/sentences.py): with sentence_share > 0 an import also
     # embeds each sentence of a turn of two or more, and recall ranks a turn by
     # (1 - sentence_share) of its turn similarity plus sentence_share of its best

@@ -30,6 +30,7 @@ embedded). Prints one JSON document.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import math
 import re
@@ -43,11 +44,12 @@ from typing import Any
 
 import numpy as np
 
+from tideline.config import Config
 from tideline.embed import Embedder, make_embedder
 from tideline.memory import Memory
 from tideline.models import RecallPacket
 
-__all__ = ["CATEGORIES", "KS", "load", "main", "ranked_turns", "run", "score", "turn_rows"]
+__all__ = ["CATEGORIES", "KS", "load", "main", "ranked_turns", "run", "score", "tuned", "turn_rows"]
 
 #: LoCoMo's question categories (its numbers 1–5, named), in report order.
 CATEGORIES = ("single-hop", "multi-hop", "temporal", "open-domain", "adversarial")
@@ -175,13 +177,38 @@ def _rrf(*lists: Sequence[str], k: int = 60) -> list[str]:
     return sorted(fused, key=lambda t: -fused[t])
 
 
+def tuned(settings: Sequence[str]) -> Config | None:
+    """The default config with ``NAME=VALUE`` recall settings changed (ablations), or
+    None when there are none.
+
+    Raises:
+        ValueError: an unknown setting or a value of the wrong type.
+    """
+    if not settings:
+        return None
+    base = Config.load()
+    changes: dict[str, Any] = {}
+    for setting in settings:
+        name, sep, value = setting.partition("=")
+        if not sep or not hasattr(base.recall, name):
+            raise ValueError(f"not a recall setting NAME=VALUE: {setting!r}")
+        old = getattr(base.recall, name)
+        if isinstance(old, bool):
+            if value.lower() not in ("true", "false", "1", "0"):
+                raise ValueError(f"{name} takes true or false, not {value!r}")
+            changes[name] = value.lower() in ("true", "1")
+        else:
+            changes[name] = type(old)(value)
+    return dataclasses.replace(base, recall=dataclasses.replace(base.recall, **changes))
+
+
 def _open_store(
     conv: str, rows: list[dict[str, Any]], embedder: Embedder, keep: Path | None,
-    tmp: Path,
+    tmp: Path, config: Config | None = None,
 ) -> tuple[Memory, float]:
     """A store holding the conversation's turns (reused from ``keep``); import seconds."""
     home = (keep if keep is not None else tmp) / conv
-    mem = Memory.open(home, embedder=embedder, project=conv)
+    mem = Memory.open(home, embedder=embedder, project=conv, config=config)
     t0 = time.perf_counter()
     if mem.store.stats().get("turns", 0) != len(rows):
         mem.add_turns(turn_rows(rows), scope=conv, source=SOURCE)
@@ -208,9 +235,10 @@ def _ask(mem: Memory, conv: str, q: dict[str, Any], embedder: Embedder,
 def run(
     data: str | Path, embedder: Embedder, *, keep: Path | None = None,
     limit_questions: int | None = None, details: bool = False,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | None = None, config: Config | None = None,
 ) -> dict[str, Any]:
-    """Score the pipeline and the baselines on a LoCoMo split (see the module docstring)."""
+    """Score the pipeline and the baselines on a LoCoMo split (see the module docstring;
+    ``config``: the pipeline's, default :meth:`Config.load`)."""
     turns, questions = load(data)
     if limit_questions is not None:
         questions = questions[:limit_questions]
@@ -231,7 +259,7 @@ def run(
                 continue
             if progress is not None:
                 progress(f"{conv}: {len(rows)} turns, {len(asked)} questions")
-            mem, seconds = _open_store(conv, rows, embedder, keep, Path(tmpdir))
+            mem, seconds = _open_store(conv, rows, embedder, keep, Path(tmpdir), config)
             imports[conv] = round(seconds, 2)
             try:
                 stored = mem.store.turns_between([conv], -1e12, 1e12, 1_000_000)
@@ -318,12 +346,19 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--import-n", type=int, default=0,
                         help="also time add_turns of the first N turns against bare embedding")
     parser.add_argument("--details", action="store_true", help="per-question figures")
+    parser.add_argument("--tune", action="append", default=[], metavar="NAME=VALUE",
+                        help="change one recall setting (ablations; repeatable), "
+                             "e.g. --tune answer_lift=0")
     args = parser.parse_args(argv)
+    try:
+        config = tuned(args.tune)
+    except ValueError as exc:
+        parser.error(str(exc))
     embedder = make_embedder(args.embedder)
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
     result = run(args.data, embedder, keep=args.keep, limit_questions=args.questions,
-                 details=args.details,
+                 details=args.details, config=config,
                  progress=lambda m: print(f"# {m}", file=sys.stderr, flush=True))  # noqa: T201
     if args.import_n > 0:
         result["import_cost"] = import_cost(args.data, embedder, args.import_n)

@@ -36,7 +36,7 @@ from tideline.dynamics import retention
 from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
 from tideline.models import Edge, LexicalQuery, MemoryRecord, RecallItem, RecallPacket, Turn, iso
-from tideline.recall import asking, focus, listener, morph, sentences, trust, when
+from tideline.recall import answers, asking, focus, listener, morph, sentences, trust, when
 from tideline.recall.ahead import Later, later
 from tideline.recall.people import SpeakerDirectory, named_people
 from tideline.recall.routing import ClusterRouter
@@ -213,9 +213,10 @@ class RecallEngine:
         if routed is not None:
             self._route(qv, cands, memories, scopes, kind, since, until, now, routed)
         if turns:
-            self._turn_neighbours(qv, cands, turns, scopes, since, until)
+            around = self._turn_neighbours(qv, cands, turns, scopes, since, until)
             self._favour_named(named, cands, turns, scopes)
             self._discount_listener(cands, turns)
+            self._lift_answers(cands, turns, around)
         ranked = sorted(cands.values(), key=lambda c: -c.score)
         ranked = [c for c in ranked if c.similarity >= profile.floor or c.keyword > 0
                   or c.source == "graph" or (c.type, c.key) in dated]
@@ -350,7 +351,7 @@ class RecallEngine:
     def _turn_neighbours(
         self, qv: np.ndarray, cands: dict[tuple[str, int], Candidate], turns: dict[int, Turn],
         scopes: Sequence[str], since: float | None, until: float | None,
-    ) -> None:
+    ) -> list[Turn]:
         """Bring in the turns just before and after the best turn hits (after the trust check).
 
         In a conversation the answer often sits next to the turn that matched: the reply
@@ -360,13 +361,14 @@ class RecallEngine:
         of the hit's score before the question discount (the reply answers what the
         question asked), capped at the hit's own score, times the neighbour's own
         question discount: a neighbour that only asks back ("What got you into it?")
-        holds no more answer than any other question turn.
+        holds no more answer than any other question turn. Returns the turns read
+        around the hits.
         """
         tune = self.config.recall
         best = sorted((c for c in cands.values() if c.type == "turn"),
                       key=lambda c: -c.score)[:tune.neighbour_hits]
         if not best:
-            return
+            return []
         hits = [turns[c.key] for c in best]
         around = [t for t in self.store.neighbour_turns(hits, radius=1) if t.scope in scopes
                   and _in_time(t.timestamp or t.recorded_at, since, until)]
@@ -390,6 +392,7 @@ class RecallEngine:
                         score=score * asked, asked=asked)
                 elif known.score < score * known.asked:
                     known.score = score * known.asked
+        return around
 
     def _asked(self, text: str) -> float:
         """The question discount's factor of a turn (1 for a turn that only tells)."""
@@ -411,6 +414,17 @@ class RecallEngine:
         for cand in cands.values():
             if cand.type == "turn":
                 cand.score *= 1.0 - share * listener.listener_share(turns[cand.key].text)
+
+    def _lift_answers(self, cands: dict[tuple[str, int], Candidate], turns: dict[int, Turn],
+                      around: list[Turn]) -> None:
+        """Lift each turn that answers the other speaker's question by ``answer_lift``
+        times that question's share (:mod:`tideline.recall.answers`); last, like the
+        listener discount, and only where the turn before was read anyway."""
+        factors = answers.answer_factors(turns.values(), [*turns.values(), *around],
+                                         self.config.recall.answer_lift)
+        for tid, factor in factors.items():
+            if (cand := cands.get(("turn", tid))) is not None:
+                cand.score *= factor
 
     def _named(self, query: str, scopes: Sequence[str]) -> set[str]:
         """The known people (speakers of ``scopes``, ``known_persons``) the query names."""
