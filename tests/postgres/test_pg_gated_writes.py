@@ -73,10 +73,11 @@ def test_gated_writes_leave_the_same_rows_on_both_backends(pg_url: str, tmp_path
 def test_a_gated_write_sends_its_rows_in_one_statement(pg_mem: Memory,
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     """A write that links (judged as a potentiation, whose target lacks the new text's
-    detail): the gate's search with the key read (and the neighbours' status), the
-    target's read, then one statement outside a transaction that takes the key's lock,
-    claims the key, checks the target and writes every row — 3 statements, no BEGIN or
-    COMMIT (7 before: BEGIN, the key's lock and re-read, the neighbour's lock, the rows
+    detail): the gate's search with the key read (and the neighbours' status, and the
+    nearest's row with its digest: the target), then one statement outside a
+    transaction that takes the key's lock, claims the key, checks the target and writes
+    every row — 2 statements, no BEGIN or COMMIT (3 before, the target read on its own;
+    7 before that: BEGIN, the key's lock and re-read, the neighbour's lock, the rows
     and COMMIT after the search; 15 before that: one per row, a second read of the
     neighbours' records and a read of the pending-vector flag after commit)."""
     pg_mem.remember("the lighthouse keeper logs the tide at dawn")
@@ -92,10 +93,10 @@ def test_a_gated_write_sends_its_rows_in_one_statement(pg_mem: Memory,
     before = pg_mem.store.statements_sent()
     res = pg_mem.remember("the lighthouse keeper logs the tide at dawn on pier 17")
     assert res.decision == "link"
-    assert pg_mem.store.statements_sent() - before == len(sent) == 3
+    assert pg_mem.store.statements_sent() - before == len(sent) == 2
     assert "FROM write_keys" in sent[0] and "FROM vectors" in sent[0]
-    assert sent[1].startswith("SELECT id, ") and "FROM memories x" in sent[1]
-    assert "pg_advisory_xact_lock" in sent[2] and "FOR NO KEY UPDATE" in sent[2]
+    assert "sha256(textsend(x::text))" in sent[0]
+    assert "pg_advisory_xact_lock" in sent[1] and "FOR NO KEY UPDATE" in sent[1]
     inserts = [s for s in sent if "INSERT INTO" in s]
     assert len(inserts) == 1
     for table in ("memories", "memories_lex", "vectors", "edges", "write_keys", "events"):
@@ -175,21 +176,21 @@ def _traced_syncs(mem: Memory, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
     return result, sum(1 for a, b in itertools.pairwise(sides) if (a, b) == ("F", "B"))
 
 
-def test_a_gated_write_waits_for_the_server_three_times(pg_mem: Memory,
-                                                        monkeypatch: pytest.MonkeyPatch,
-                                                        tmp_path: Path) -> None:
+def test_a_gated_write_waits_for_the_server_twice(pg_mem: Memory,
+                                                  monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
     """Counted in libpq's trace (reproducer: ``python -m tideline.bench writers --backend
-    sqlite,postgres --writers 1,16``): a write that links waits for the server 3 times:
-    the gate's search with the key, the target's read, and the one statement that locks,
-    claims, checks and writes — a transaction of its own, so no BEGIN and no COMMIT. It
-    was 4 (the key's re-check with the neighbour's lock, the rows and COMMIT after the
-    search), 9 before that."""
+    sqlite,postgres --writers 1,16``): a write that links waits for the server twice:
+    the gate's search with the key and the target's row, and the one statement that
+    locks, claims, checks and writes — a transaction of its own, so no BEGIN and no
+    COMMIT. It was 3 (the target read on its own), 4 before that (the key's re-check
+    with the neighbour's lock, the rows and COMMIT after the search), 9 before that."""
     pg_mem.remember("the lighthouse keeper logs the tide at dawn")
     pg_mem.remember("the heron nests on the north marsh")
     res, syncs = _traced_syncs(pg_mem, monkeypatch, tmp_path, lambda: pg_mem.remember(
         "the lighthouse keeper logs the tide at dawn on pier 17"))
     assert res.decision == "link"
-    assert syncs == 3
+    assert syncs == 2
     trace = (tmp_path / "trace").read_text()
     assert '"BEGIN"' not in trace and '"COMMIT"' not in trace
 

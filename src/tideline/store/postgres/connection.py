@@ -91,6 +91,7 @@ LOCK_KEY = 7102
 LOCK_SESSION = 7103
 LOCK_SLEEP = 7104
 LOCK_DDL = 7105
+LOCK_ANALYZE = 7106
 
 #: Each session's ``gin_pending_list_limit`` in kB (see the module's docstring).
 GIN_PENDING_KB = 128

@@ -39,8 +39,12 @@ def tokens(text: str) -> list[str]:
     """The word tokens of already rewritten text (see :func:`lexical.index_text`):
     casefolded, diacritics removed, split on everything that is not a word character —
     the tokens :func:`tideline.text.index_tokens` looks up."""
-    folded = unicodedata.normalize("NFKD", text.replace("\x00", " ").casefold())
-    plain = "".join(ch for ch in folded if not unicodedata.combining(ch))
+    folded = text.replace("\x00", " ").casefold()
+    if folded.isascii():  # nothing to decompose, no combining mark: the same tokens
+        plain = folded
+    else:
+        folded = unicodedata.normalize("NFKD", folded)
+        plain = "".join(ch for ch in folded if not unicodedata.combining(ch))
     return [t[:_MAX_LEXEME] for t in _SPLIT.split(plain) if t]
 
 

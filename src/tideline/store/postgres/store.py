@@ -116,6 +116,9 @@ class PostgresStore(TurnRows, NamespaceRows):
         self._seen: dict[str, tuple[float, str | None]] = {}
         self._seen_lock = threading.Lock()
         self._ids: str | None = None
+        #: The highest memory id this process wrote (ids only grow: see
+        #: ``PostgresVectorSpaces._size``).
+        self.top_id = 0
         self.directory = directory
         self.namespace = namespace
         self.marker = marker
@@ -267,6 +270,7 @@ class PostgresStore(TurnRows, NamespaceRows):
                                     write)
         row = c.execute(sql, args).fetchone()
         self._hints.pending = (time.monotonic(), row[1] == "1")
+        self.top_id = max(self.top_id, int(row[0]))
         return int(row[0])
 
     #: A gated write outside a transaction is one statement (:meth:`record_gated_at_once`).
@@ -278,12 +282,23 @@ class PostgresStore(TurnRows, NamespaceRows):
         ``(None, None)`` when the namespace holds no such memory."""
         from tideline.store.postgres.writes import TARGET_DIGEST
 
+        held = getattr(self._hints, "target", None)
+        self._hints.target = None
+        if held is not None and held[0] == int(mid) and time.monotonic() - held[1] < _HINT_SECONDS:
+            return held[2], held[3]
         with self.db.read() as c:
             row = c.execute(f"SELECT {_MEMORY_COLUMNS}, {TARGET_DIGEST} FROM memories x "  # noqa: S608
                             "WHERE namespace = ? AND id = ?", (self.namespace, int(mid))).fetchone()
         if row is None:
             return None, None
         return memory_from_row(row[:-1]), bytes(row[-1])
+
+    def remember_target(self, rec: MemoryRecord, digest: bytes) -> None:
+        """Keep the gate's nearest live neighbour as its search read it (this thread's
+        next :meth:`gate_target` of that id, within a second, answers with it: no read of
+        its own). Only ever a first judgement: the write's statement checks the digest
+        under the row's lock, and a row that moved is read again."""
+        self._hints.target = (int(rec.id), time.monotonic(), rec, digest)
 
     def record_gated_at_once(
         self, write: GatedWrite, *, since: float | None, target: tuple[int, Any] | None,
@@ -309,6 +324,7 @@ class PostgresStore(TurnRows, NamespaceRows):
             row = c.execute(sql, args).fetchone()
             self._hints.pending = (time.monotonic(), row[1] == "1")
             if row[0] is not None:
+                self.top_id = max(self.top_id, int(row[0]))
                 return None, int(row[0])
             if not row[2]:
                 return None, None

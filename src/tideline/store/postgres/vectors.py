@@ -19,9 +19,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tideline.errors import StoreError
 from tideline.recall.vector_index import centroid_of
-from tideline.store.postgres.connection import VectorParam
+from tideline.store.postgres.connection import LOCK_ANALYZE, VectorParam
 from tideline.store.postgres.schema import HNSW_MAX_DIM, ensure_vector_index
+from tideline.store.rows import memory_from_row
 
 if TYPE_CHECKING:
     from tideline.store.postgres.connection import Conn
@@ -32,6 +34,8 @@ __all__ = ["GATE_EF_SEARCH", "PostgresVectorSpaces", "candidate_list"]
 _CENTROID_SAMPLE = 4096
 _CENTROID_LEAST = 50
 _COUNT_SECONDS = 30.0
+#: How soon a memory space that may have crossed a threshold is counted again.
+_RECOUNT_SECONDS = 1.0
 #: Spaces of at most this many vectors are searched exactly (as SQLite's local index
 #: below 20,000); a growing space may stay exact for up to ``_COUNT_SECONDS`` longer.
 EXACT_MAX = 20_000
@@ -99,7 +103,7 @@ class PostgresVectorSpaces:
         self._lock = threading.Lock()
         self._centroids: dict[str, tuple[int, np.ndarray, float]] = {}
         self._counts: dict[str, tuple[float, int]] = {}
-        self._sizes: dict[str, tuple[float, int, float]] = {}
+        self._sizes: dict[str, tuple[float, int, float, int]] = {}
         if self.indexed:
             with store.db.write() as c:
                 ensure_vector_index(c, self.dim)
@@ -214,12 +218,18 @@ class PostgresVectorSpaces:
         with self.store.db.read() as c:
             if not exact:
                 self._settings(c, max(GATE_EF_SEARCH, 2 * int(k)))
-            args = (VectorParam(q), space, k, namespace, namespace, key,
+            args = (namespace, VectorParam(q), space, k, namespace, key,
                     float("-inf") if since is None else since)
             found = c.execute(keyed_gate_sql(self.dim, exact), args).fetchall()
         first = found[0] if found else None
         seen = None if first is None or first[3] is None else (
             int(first[3]), str(first[4]), float(first[5]), first[6])
+        # The nearest live neighbour's row and digest (on its line only): the target a
+        # potentiation judges, without a read of its own (PostgresStore.gate_target).
+        for row in found:
+            if row[7] is not None:
+                self.store.remember_target(memory_from_row(row[7:-1]), bytes(row[-1]))
+                break
         return seen, [(int(n), 1.0 - float(d), None if status is None else str(status))
                       for n, d, status, *_ in found if n is not None]
 
@@ -231,7 +241,7 @@ class PostgresVectorSpaces:
             if not exact:
                 self._settings(c, max(GATE_EF_SEARCH, 2 * int(k)))
             vec = VectorParam(q)
-            args = (vec, space, k, namespace)
+            args = (namespace, vec, space, k)
             rows = c.execute(gate_sql(self.dim, exact), args).fetchall()
         return [(int(key), 1.0 - float(d), None if status is None else str(status))
                 for key, d, status in rows]
@@ -259,21 +269,62 @@ class PostgresVectorSpaces:
     def _size(self, space: str) -> tuple[int, float]:
         """The vectors of a space, counted up to ``exact_max + 1`` (an index-only walk of
         at most that many entries), and the planner's estimate of all vectors (-1 before
-        the first analyze), cached for a while per process."""
+        the first analyze), cached for a while per process.
+
+        A memory space is counted again sooner (at most once a second) when it may have
+        crossed :data:`_ALWAYS_EXACT` or ``exact_max`` since: memory ids only grow, so
+        the highest id this process wrote (``PostgresStore.top_id``, every host's writes
+        move it) less the one at the count bounds the memories written meanwhile. A
+        space found past :data:`_ALWAYS_EXACT` in a table never analysed is analysed
+        then (:meth:`_analyze`), so the planner takes the HNSW index for it now rather
+        than after autovacuum's first look.
+        """
         now = time.monotonic()
+        top = int(getattr(self.store, "top_id", 0))
         with self._lock:
             cached = self._sizes.get(space)
         if cached is not None and now - cached[0] < _COUNT_SECONDS:
-            return cached[1], cached[2]
+            at, n, total, counted_top = cached
+            if not (space.startswith("m:") and now - at >= _RECOUNT_SECONDS
+                    and self._may_cross(n, top - counted_top)):
+                return n, total
+        n, total = self._read_size(space)
+        if (n > _ALWAYS_EXACT and total < 0 and not self.store.db.in_use()
+                and self._analyze()):
+            n, total = self._read_size(space)
+        with self._lock:
+            self._sizes[space] = (now, n, total, top)
+        return n, total
+
+    def _may_cross(self, n: int, grown: int) -> bool:
+        """Whether ``grown`` more vectors could carry a space of ``n`` past a threshold
+        that changes its plan."""
+        return any(n <= limit < n + grown for limit in (_ALWAYS_EXACT, self.exact_max))
+
+    def _read_size(self, space: str) -> tuple[int, float]:
         with self.store.db.read() as c:
             row = c.execute("SELECT (SELECT count(*) FROM (SELECT 1 FROM vectors "
                             "WHERE space = ? LIMIT ?) AS held), (SELECT reltuples FROM "
                             "pg_class WHERE oid = 'vectors'::regclass)",
                             (space, self.exact_max + 1)).fetchone()
-        n, total = int(row[0]), float(row[1] if row[1] is not None else -1)
-        with self._lock:
-            self._sizes[space] = (now, n, total)
-        return n, total
+        return int(row[0]), float(row[1] if row[1] is not None else -1)
+
+    def _analyze(self) -> bool:
+        """``ANALYZE vectors`` once, by whichever process gets to it first (others skip
+        it rather than wait; ``False``). Before the first analyze the planner knows no
+        row count and scans a space exactly whatever the query asks; autovacuum's
+        first analyze can be a minute or more away. Without the right to analyze the
+        table, the server warns and skips: nothing changes. Never inside a caller's
+        transaction (the caller checks), which the lock would then outlive."""
+        try:
+            with self.store.db.write() as c:
+                got = c.execute("SELECT pg_try_advisory_xact_lock(?, 0)",
+                                (LOCK_ANALYZE,)).fetchone()[0]
+                if got:
+                    c.execute("ANALYZE vectors")
+        except StoreError:
+            return False
+        return bool(got)
 
     def _count(self, space: str) -> int:
         now = time.monotonic()

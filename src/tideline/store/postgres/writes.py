@@ -55,13 +55,13 @@ from tideline.store.memories import (
 )
 from tideline.store.postgres import lexical as pg_lexical
 from tideline.store.postgres.connection import LOCK_KEY, VectorParam
-from tideline.store.rows import PENDING_FLAG, memory_index_text
+from tideline.store.rows import MEMORY_COLUMNS, PENDING_FLAG, memory_index_text
 
 if TYPE_CHECKING:
 
     from tideline.store.base import GatedWrite
 
-__all__ = ["TARGET_DIGEST", "at_once_statement", "gate_sql", "gated_statement",
+__all__ = ["TARGET_COLUMNS", "TARGET_DIGEST", "at_once_statement", "gate_sql", "gated_statement",
            "keyed_gate_sql"]
 
 _EDGE = ("INSERT INTO edges(src, dst, type, weight, created_at, updated_at) "
@@ -71,9 +71,13 @@ _LEX = ("INSERT INTO memories_lex(id, namespace, words, subs) SELECT id, ?, ?::t
         "FROM {src} ON CONFLICT (id) DO UPDATE SET words = excluded.words, subs = excluded.subs")
 _VECTOR = ("INSERT INTO vectors(space, key, v) SELECT ?, id, ?::vector FROM m "
            "ON CONFLICT (space, key) DO UPDATE SET v = excluded.v")
-_PENDING = ("INSERT INTO db_meta(key, value) VALUES (?, '1') "
+# The constants (the flag's key, the lock class) are written into the text, not sent as
+# parameters: an at-once write that links a judged target then takes 48 parameters, under
+# psycopg's 50, past which it would split the statement's text again at every write.
+_FLAG_KEY = "'" + PENDING_FLAG.replace("'", "''") + "'"
+_PENDING = (f"INSERT INTO db_meta(key, value) VALUES ({_FLAG_KEY}, '1') "
             "ON CONFLICT (key) DO UPDATE SET value = '1'")
-_FLAG = "(SELECT value FROM db_meta WHERE key = ?)"
+_FLAG = f"(SELECT value FROM db_meta WHERE key = {_FLAG_KEY})"
 #: A digest of a memory's whole row (alias ``x``): equal digests, the same row.
 TARGET_DIGEST = "sha256(textsend(x::text))"
 # The at-once write's rows come from the key's claim (``k``): the memory row with the id
@@ -81,14 +85,14 @@ TARGET_DIGEST = "sha256(textsend(x::text))"
 _HEAD, _VALUES = MEMORY_INSERT.split(" VALUES ")
 _MEMORY_WITH_ID = (_HEAD.replace("INSERT INTO memories(", "INSERT INTO memories(id, ", 1)
                    + f" SELECT id, {_VALUES.strip()[1:-1]} FROM k")
-_PENDING_FROM_M = ("INSERT INTO db_meta(key, value) SELECT ?, '1' FROM m "
+_PENDING_FROM_M = (f"INSERT INTO db_meta(key, value) SELECT {_FLAG_KEY}, '1' FROM m "
                    "ON CONFLICT (key) DO UPDATE SET value = '1'")
 
 
 def gate_sql(dim: int, exact: bool) -> str:
     """The gate's search of one memory space: the top k (key, cosine distance, status) —
-    the status NULL when no memory of the namespace has that id. Parameters: the query
-    vector, the space, k, the namespace.
+    the status NULL when no memory of the namespace has that id. Parameters: the
+    namespace, the query vector, the space, k.
 
     The expression and predicate of the distance match the HNSW index of the dimension;
     ``+ 0`` keeps the planner from the index (an exact scan of the space).
@@ -97,24 +101,42 @@ def gate_sql(dim: int, exact: bool) -> str:
     dist = f"(v::vector({d}) <=> ?::vector({d})){' + 0' if exact else ''}"
     inner = (f"SELECT key, {dist} AS distance FROM vectors WHERE space = ? "  # noqa: S608
              f"AND vector_dims(v) = {d} ORDER BY distance LIMIT ?")
-    return (f"SELECT n.key, n.distance, m.status FROM ({inner}) AS n "  # noqa: S608
-            "LEFT JOIN memories m ON m.id = n.key AND m.namespace = ? ORDER BY n.distance")
+    # The namespace is checked on the joined row, not in the join: a join condition on
+    # it let a generic plan (a prepared statement, tables not analysed yet) walk a
+    # namespace index and filter the id, every row of the namespace per neighbour.
+    return (f"SELECT n.key, n.distance, CASE WHEN m.namespace = ? THEN m.status END "  # noqa: S608
+            f"AS status FROM ({inner}) AS n LEFT JOIN memories m ON m.id = n.key "
+            "ORDER BY n.distance")
+
+
+#: The columns :func:`keyed_gate_sql` adds after the key's outcome: the nearest live
+#: neighbour's whole row (:data:`~tideline.store.rows.MEMORY_COLUMNS`) and its digest.
+TARGET_COLUMNS = ", ".join(f"x.{c.strip()}" for c in MEMORY_COLUMNS.split(",")) \
+    + f", {TARGET_DIGEST}"
 
 
 def keyed_gate_sql(dim: int, exact: bool) -> str:
     """:func:`gate_sql` and the idempotency key's stored outcome in one statement: each
     row (key, distance, status, then the key's memory id, decision, similarity, nearest
-    — NULL when unseen), one row of NULL neighbours when the space is empty. Parameters:
-    those of :func:`gate_sql`, then the namespace, the key and the time it counts from.
+    — NULL when unseen, then the nearest live neighbour's row and :data:`TARGET_DIGEST`
+    on that neighbour's line, NULL on the others), one row of NULL neighbours when the
+    space is empty. Parameters: those of :func:`gate_sql`, then the namespace, the key
+    and the time it counts from.
 
-    The gate's search stays a derived table of its own, planned as it is alone (the
-    HNSW index of a large space).
+    The gate's search stays a query of its own (a materialized ``WITH``), planned as it
+    is alone (the HNSW index of a large space). The neighbour's row is the potentiation
+    target a write judges when the nearest is close enough: read here, it needs no
+    statement of its own (``PostgresStore.gate_target``); the write's statement checks
+    its digest under the row's lock as before.
     """
-    return ("SELECT g.key, g.distance, g.status, w.memory_id, w.decision, w.similarity, "  # noqa: S608
-            f"w.nearest FROM (SELECT 1) AS one LEFT JOIN ({gate_sql(dim, exact)}) AS g "
-            "ON true LEFT JOIN (SELECT memory_id, decision, similarity, nearest "
+    return (f"WITH g AS MATERIALIZED ({gate_sql(dim, exact)}) "  # noqa: S608
+            "SELECT g.key, g.distance, g.status, w.memory_id, w.decision, w.similarity, "
+            f"w.nearest, {TARGET_COLUMNS} FROM (SELECT 1) AS one LEFT JOIN g ON true "
+            "LEFT JOIN (SELECT memory_id, decision, similarity, nearest "
             "FROM write_keys WHERE namespace = ? AND key = ? AND created_at >= ?) AS w "
-            "ON true ORDER BY g.distance")
+            "ON true LEFT JOIN memories x ON x.id = g.key AND x.id = (SELECT key FROM g "
+            "WHERE status <> 'superseded' ORDER BY distance LIMIT 1) "
+            "ORDER BY g.distance")
 
 
 def _rows(namespace: str, space: str, write: GatedWrite,
@@ -130,7 +152,6 @@ def _rows(namespace: str, space: str, write: GatedWrite,
         args += [space, VectorParam(write.vector)]
     else:
         parts.append(f"p AS ({pending})")
-        args.append(PENDING_FLAG)
     if write.decision == "link" and write.nearest is not None:
         parts.append(f"r AS ({_EDGE})")
         args += [write.nearest, round(write.similarity, 4), write.now, write.now]
@@ -163,8 +184,8 @@ def at_once_statement(
         The SQL (``?`` placeholders) and its parameters.
     """
     rec = write.rec
-    parts = ["lk AS MATERIALIZED (SELECT pg_advisory_xact_lock(?, ?))"]
-    args: list[Any] = [LOCK_KEY, lock]
+    parts = [f"lk AS MATERIALIZED (SELECT pg_advisory_xact_lock({int(LOCK_KEY)}, ?))"]
+    args: list[Any] = [lock]
     held = "lk"
     if target is not None:
         parts.append("t AS MATERIALIZED (SELECT 1 FROM memories x, lk WHERE x.id = ? AND "  # noqa: S608
@@ -194,7 +215,7 @@ def at_once_statement(
     event_sql, event_args = event_insert(namespace, "write", write.event, now=write.now,
                                          memory_from="m")
     parts.append(f"e AS ({event_sql})")
-    args += [*event_args, PENDING_FLAG]
+    args += [*event_args]
     return (f"WITH {', '.join(parts)} SELECT (SELECT id FROM m), {_FLAG}, "
             f"EXISTS (SELECT 1 FROM {held})"), tuple(args)
 
@@ -227,7 +248,7 @@ def gated_statement(namespace: str, space: str, write: GatedWrite) -> tuple[str,
                f"k AS ({write_key_insert(refresh=refresh)}), e AS ({event_sql}) "
                f"SELECT ?::bigint, {_FLAG}")
         return sql, (*update_params(namespace, rec), *lex, *key, rec.id, *outcome,
-                     *event_args, rec.id, PENDING_FLAG)
+                     *event_args, rec.id)
     event_sql, event_args = event_insert(namespace, "write", write.event, now=write.now,
                                          memory_from="m")
     rows, row_args = _rows(namespace, space, write, _PENDING)
@@ -236,5 +257,5 @@ def gated_statement(namespace: str, space: str, write: GatedWrite) -> tuple[str,
     parts.append(f"k AS ({write_key_insert(refresh=refresh, memory_from='m')})")
     args += [*key, *outcome]
     parts.append(f"e AS ({event_sql})")
-    args += [*event_args, PENDING_FLAG]
+    args += [*event_args]
     return f"WITH {', '.join(parts)} SELECT id, {_FLAG} FROM m", tuple(args)
