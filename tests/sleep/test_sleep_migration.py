@@ -10,6 +10,7 @@ import sqlite3
 import time
 from pathlib import Path
 
+from tests.backend import rows
 from tests.conftest import hashing
 
 from tideline import Memory
@@ -44,8 +45,7 @@ def test_v2_store_migrates_keeps_data_and_sleeps(tmp_path: Path) -> None:
         assert mem.store.db.migrated_from == 2
         assert list((home / "backups").glob("pre-migrate-v2-*.db"))
         assert mem.get(1).gesture == "written before sleep existed"
-        with mem.store.db.read() as c:
-            tables = {r[0] for r in c.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        tables = {r[0] for r in rows(mem, "SELECT name FROM sqlite_master WHERE type='table'")}
         assert {"sleep_state", "topic_clusters", "topic_members", "emb_clusters", "emb_members",
                 "emb_adjacency", "entity_nodes", "entity_edges", "retention_snapshots",
                 "memory_keywords"} <= tables

@@ -152,10 +152,9 @@ def test_a_dead_holder_is_taken_over(mem: Memory) -> None:
     proc = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True)
     dead = int(proc.stdout)
-    with mem.store.db.write() as c:
-        ConsolidationStore(mem.store).set_state(c, "lock", {
-            "holder": "ghost", "pid": dead, "host": os.uname().nodename,
-            "expires": time.time() + 3600})
+    ConsolidationStore(mem.store).put_state("lock", {
+        "holder": "ghost", "pid": dead, "host": os.uname().nodename,
+        "expires": time.time() + 3600})
     assert mem.sleep(wait_s=5)["skipped"] is False
 
 
