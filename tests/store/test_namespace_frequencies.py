@@ -64,4 +64,9 @@ def test_another_namespace_moves_nothing_a_namespace_recalls(
         assert total == max(int(i) for i, _ in stored)
         after = {w: [(i.id, round(i.confidence, 6)) for i in a.recall(w, log=False).items]
                  for w in WORDS}
-        assert after == before
+        # The same items in the same order; a confidence may move in its fourth decimal
+        # from the time B's load took (retention decays with the seconds since access).
+        assert {w: [i for i, _ in hits] for w, hits in after.items()} == \
+            {w: [i for i, _ in hits] for w, hits in before.items()}
+        for w, hits in after.items():
+            assert [c for _, c in hits] == pytest.approx([c for _, c in before[w]], abs=1e-3)
