@@ -99,3 +99,18 @@ def indexed_space(store: Any, vecs: Any, marker: str) -> Any:
         c.execute("ANALYZE vectors")
     assert not spaces._exact("m:default:global")
     return spaces
+
+
+def spy_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every SQL text the store's connections execute from now on, in order."""
+    from tideline.store.postgres.connection import Conn
+
+    sent: list[str] = []
+    real = Conn.execute
+
+    def spy(self: Conn, sql: str, params: Any = ()) -> Any:
+        sent.append(sql)
+        return real(self, sql, params)
+
+    monkeypatch.setattr(Conn, "execute", spy)
+    return sent

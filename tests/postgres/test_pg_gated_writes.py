@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 import pytest
 from tests.conftest import hashing
-from tests.postgres.conftest import indexed_space
+from tests.postgres.conftest import indexed_space, spy_statements
 
 from tideline import Memory
 from tideline.store.postgres import open_postgres
-from tideline.store.postgres.connection import Conn, VectorParam
+from tideline.store.postgres.connection import VectorParam
 from tideline.store.postgres.store import vector_text
 
 MARKER = "hashing:hashing-v1/8"
@@ -82,14 +82,7 @@ def test_a_gated_write_sends_its_rows_in_one_statement(pg_mem: Memory,
     neighbours' records and a read of the pending-vector flag after commit)."""
     pg_mem.remember("the lighthouse keeper logs the tide at dawn")
     pg_mem.remember("the heron nests on the north marsh")
-    sent: list[str] = []
-    real = Conn.execute
-
-    def spy(self: Conn, sql: str, params: Any = ()) -> Any:
-        sent.append(sql)
-        return real(self, sql, params)
-
-    monkeypatch.setattr(Conn, "execute", spy)
+    sent = spy_statements(monkeypatch)
     before = pg_mem.store.statements_sent()
     res = pg_mem.remember("the lighthouse keeper logs the tide at dawn on pier 17")
     assert res.decision == "link"

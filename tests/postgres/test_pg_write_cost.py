@@ -9,15 +9,14 @@ nearest neighbour must still be the one an exact scan finds.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import pytest
 from tests.conftest import hashing
+from tests.postgres.conftest import spy_statements
 
 from tideline import Memory
 from tideline.models import MemoryRecord
 from tideline.store.postgres import vectors as pg_vectors
-from tideline.store.postgres.connection import Conn
 
 SPACE = "m:default:global"
 
@@ -46,18 +45,6 @@ def _texts(n: int, tag: str = "") -> list[str]:
             f"near {words[(i * 13 + 5) % 20]} {i * 31 % 977}" for i in range(n)]
 
 
-def _spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    sent: list[str] = []
-    real = Conn.execute
-
-    def spy(self: Conn, sql: str, params: Any = ()) -> Any:
-        sent.append(sql)
-        return real(self, sql, params)
-
-    monkeypatch.setattr(Conn, "execute", spy)
-    return sent
-
-
 def test_the_gate_finds_an_exact_duplicate_through_the_index(
         pg_mem: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
     """A space of 1,200 vectors never analysed: the write analyses it, the gate searches
@@ -66,7 +53,7 @@ def test_the_gate_finds_an_exact_duplicate_through_the_index(
     texts = _texts(1200)
     ids = _load(pg_mem, texts)
     assert _reltuples(pg_mem) < 0  # never analysed
-    sent = _spy(monkeypatch)
+    sent = spy_statements(monkeypatch)
     for i in (0, 137, 600, 1199):
         sent.clear()
         res = pg_mem.remember(texts[i])
