@@ -44,8 +44,11 @@ node_modules/.stamp: package.json package-lock.json
 e2e-tools: node_modules/.stamp
 	@command -v chromium >/dev/null 2>&1 || $(APT_INSTALL) chromium
 
+# Test files run in parallel, one worker per core (at most 4): most of the suite waits on
+# subprocesses, servers and files, so two workers on two cores take about half the time.
+# A file stays on one worker (its module fixtures are built once); `-p no:xdist` runs serially.
 test: $(VENV)/.stamp-dev e2e-tools
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --maxprocesses 4 --dist loadfile
 
 lint: $(VENV)/.stamp-dev
 	$(VENV)/bin/ruff check src tests
