@@ -17,6 +17,7 @@ import pytest
 from tests.conftest import hashing
 
 from tideline.bench import conversation
+from tideline.bench.locomo import tuned
 
 Doc = dict[str, Any]
 
@@ -258,3 +259,18 @@ def test_cli_dispatch_prints_json() -> None:
     assert [c["id"] for c in out["conversations"]] == ["c2"]
     assert "details" not in out
     assert set(out["pipeline"]["overall"]) == {"n", "recall@5", "hit@5", "recall@20", "hit@20"}
+
+
+def test_tune_changes_one_recall_setting_for_an_ablation() -> None:
+    """``--tune NAME=VALUE`` (as in the LoCoMo bench) reaches the pipeline's recall."""
+    plain = conversation.run(hashing(), ks=(5, 10), conversations=["c1"], details=True)
+    changed = conversation.run(
+        hashing(), ks=(5, 10), conversations=["c1"], details=True,
+        config=tuned(["keyword_boost=0", "lexical_weight=0", "neighbour_hits=0"]))
+    assert ([d["pipeline_ranks"] for d in plain["details"]]
+            != [d["pipeline_ranks"] for d in changed["details"]])
+    assert ([d["baseline_ranks"] for d in plain["details"]]
+            == [d["baseline_ranks"] for d in changed["details"]])
+    with pytest.raises(SystemExit) as exc:
+        conversation.main(["--embedder", "hashing", "--tune", "no_such_setting=1"])
+    assert exc.value.code == 2

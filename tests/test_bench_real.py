@@ -151,3 +151,9 @@ def test_calibration_never_reads_the_heldout_file(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(real, "_read", spy)
     calibrate.calibrate(hashing())
     assert read and set(read) == {"real.json"}
+
+
+def test_tune_rejects_what_is_not_a_recall_setting() -> None:
+    with pytest.raises(SystemExit) as exc:
+        real.main(["--embedder", "hashing", "--tune", "answer_lift"])
+    assert exc.value.code == 2

@@ -107,6 +107,12 @@ class RecallTuning:
     # question's share of words in questions (recall/answers.py): "What got you into
     # running?" is answered by a turn that tells a fact of its speaker (0 disables).
     answer_lift: float = 0.1
+    # Each of the across_hits best turn hits passes across_question times its score to
+    # its speaker's turn two places on (or back), when the turn between is another
+    # speaker's question (recall/across.py): "I went camping." — "Where?" — "At the lake,
+    # with the kids." (0 disables).
+    across_question: float = 0.5
+    across_hits: int = 3
     # Sentence vectors (recall/sentences.py): with sentence_share > 0 an import also
     # embeds each sentence of a turn of two or more, and recall ranks a turn by
     # (1 - sentence_share) of its turn similarity plus sentence_share of its best

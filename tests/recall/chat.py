@@ -24,9 +24,10 @@ def store_chat(store_dir: Path, turns: list[Mapping[str, Any]]) -> None:
 
 def recall_tuned(store_dir: Path, query: str, **recall: Any) -> RecallPacket:
     """``query`` (limit 5, not logged) with the given recall settings changed; with
-    ``neighbour_hits=0`` unless given, so only the turns' own scores count."""
+    ``neighbour_hits=0`` and ``across_question=0`` unless given, so only the turns' own
+    scores count."""
     base = Config()
     config = dataclasses.replace(base, recall=dataclasses.replace(
-        base.recall, **{"neighbour_hits": 0, **recall}))
+        base.recall, **{"neighbour_hits": 0, "across_question": 0.0, **recall}))
     with Memory.open(store_dir, embedder=hashing(), project="global", config=config) as mem:
         return mem.recall(query, log=False, limit=5)

@@ -41,7 +41,10 @@ def test_the_turn_next_to_a_hit_is_recalled(store_dir: Path) -> None:
     # be lifted above it (tests/recall/test_answer_turns.py); here only the order counts.
     loaded = Config.load(home=store_dir)
     plain = dataclasses.replace(loaded, recall=RecallTuning(answer_lift=0.0))
-    alone = dataclasses.replace(plain, recall=RecallTuning(neighbour_hits=0, answer_lift=0.0))
+    # Alone: no turn read beside the hits (the carry across a question reads two places
+    # around the best three, recall/across.py).
+    alone = dataclasses.replace(plain, recall=RecallTuning(neighbour_hits=0, answer_lift=0.0,
+                                                           across_question=0.0))
     assert top(alone)[0] == "s1:2" and "s1:1" not in top(alone)[:3]
     # The answer shares no word with the question, but sits right before the hit.
     assert top(plain)[0] == "s1:2" and set(top(plain)[:3]) == {"s1:1", "s1:2", "s1:3"}

@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from tideline.bench.locomo import tuned
+from tideline.config import Config
 from tideline.embed import Embedder, make_embedder
 from tideline.memory import Memory
 
@@ -259,6 +261,7 @@ def turn_rows(conv: dict[str, Any]) -> list[dict[str, Any]]:
 def run(
     embedder: Embedder, *, ks: Sequence[int] = DEFAULT_KS,
     conversations: Sequence[str] | None = None, details: bool = False,
+    config: Config | None = None,
 ) -> dict[str, Any]:
     """Run pipeline and baseline over the conversations; returns the figures.
 
@@ -267,6 +270,7 @@ def run(
         ks: the cut-offs for recall@k and hit@k.
         conversations: ids of the conversations to run (default: all).
         details: add per-question evidence ranks to the result.
+        config: the pipeline's settings (default :meth:`Config.load`; ablations).
     """
     ks = sorted({int(k) for k in ks})
     if not ks or ks[0] < 1:
@@ -283,7 +287,8 @@ def run(
     for conv in convs:
         turns = turn_rows(conv)
         with tempfile.TemporaryDirectory(prefix="tideline-conv-") as tmp:
-            with Memory.open(Path(tmp) / "store", embedder=embedder, project="global") as mem:
+            with Memory.open(Path(tmp) / "store", embedder=embedder, project="global",
+                             config=config) as mem:
                 t0 = time.perf_counter()
                 result = mem.add_turns(turns, source=SOURCE)
                 import_s = time.perf_counter() - t0
@@ -412,11 +417,17 @@ def main(argv: list[str] | None = None) -> None:
                         help="comma-separated conversation ids (default: all)")
     parser.add_argument("--details", action="store_true",
                         help="add per-question evidence ranks")
+    parser.add_argument("--tune", action="append", default=[], metavar="NAME=VALUE",
+                        help="change one recall setting (repeatable; ablations)")
     args = parser.parse_args(argv)
     chosen = None if args.conversations is None else [
         c.strip() for c in args.conversations.split(",") if c.strip()]
+    try:
+        config = tuned(args.tune)
+    except ValueError as exc:
+        parser.error(str(exc))
     result = run(make_embedder(args.embedder), ks=args.k, conversations=chosen,
-                 details=args.details)
+                 details=args.details, config=config)
     print(json.dumps(result, ensure_ascii=False, indent=1))
 
 

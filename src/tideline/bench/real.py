@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from tideline.bench.locomo import tuned
+from tideline.config import Config
 from tideline.embed import Embedder, make_embedder
 from tideline.memory import Memory
 
@@ -148,12 +150,14 @@ def _scopes(scope: str) -> set[str]:
     return {scope, "global"}
 
 
-def run(embedder: Embedder, *, queries: str = "dev") -> dict[str, Any]:
+def run(embedder: Embedder, *, queries: str = "dev",
+        config: Config | None = None) -> dict[str, Any]:
     """Run pipeline and baseline on the real set; returns the figures.
 
     Args:
         embedder: the embedder under test (its profile supplies the thresholds).
         queries: ``"dev"``, ``"heldout"`` or ``"both"`` (see the module docstring).
+        config: the pipeline's settings (default :meth:`Config.load`; ablations).
     """
     if queries not in QUERY_SETS:
         raise ValueError(f"queries must be one of {QUERY_SETS}, not {queries!r}")
@@ -171,7 +175,7 @@ def run(embedder: Embedder, *, queries: str = "dev") -> dict[str, Any]:
         "facts": len(facts),
     }
     for name, qs in sets.items():
-        decisions, lost, pipeline = _run_pipeline(embedder, facts, qs)
+        decisions, lost, pipeline = _run_pipeline(embedder, facts, qs, config)
         baseline = _evaluate(qs, lambda q: _baseline(embedder, facts, fact_vecs, q))
         # the store is rebuilt per set; its write decisions are deterministic
         out.setdefault("write_decisions", decisions)
@@ -185,11 +189,13 @@ def run(embedder: Embedder, *, queries: str = "dev") -> dict[str, Any]:
 
 
 def _run_pipeline(
-    embedder: Embedder, facts: list[dict[str, Any]], queries: list[dict[str, Any]]
+    embedder: Embedder, facts: list[dict[str, Any]], queries: list[dict[str, Any]],
+    config: Config | None = None,
 ) -> tuple[dict[str, int], int, dict[str, Any]]:
     """Write every fact into a fresh store, then ask ``queries``."""
     with tempfile.TemporaryDirectory(prefix="tideline-real-") as tmp:
-        with Memory.open(Path(tmp) / "s", embedder=embedder, project="global") as mem:
+        with Memory.open(Path(tmp) / "s", embedder=embedder, project="global",
+                         config=config) as mem:
             decisions: dict[str, int] = {}
             mem_of: dict[str, int] = {}
             owner: dict[int, str] = {}
@@ -269,8 +275,14 @@ def main(argv: list[str] | None = None) -> None:
         default="both",
         help="dev: real.json queries; heldout: real_heldout.json (report only); both",
     )
+    parser.add_argument("--tune", action="append", default=[], metavar="NAME=VALUE",
+                        help="change one recall setting (repeatable; ablations)")
     args = parser.parse_args(argv)
-    result = run(make_embedder(args.embedder), queries=args.queries)
+    try:
+        config = tuned(args.tune)
+    except ValueError as exc:
+        parser.error(str(exc))
+    result = run(make_embedder(args.embedder), queries=args.queries, config=config)
     print(json.dumps(result, ensure_ascii=False, indent=1))
 
 

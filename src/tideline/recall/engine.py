@@ -36,7 +36,7 @@ from tideline.dynamics import retention
 from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
 from tideline.models import Edge, LexicalQuery, MemoryRecord, RecallItem, RecallPacket, Turn, iso
-from tideline.recall import answers, asking, focus, listener, morph, sentences, trust, when
+from tideline.recall import across, answers, asking, focus, listener, morph, sentences, trust, when
 from tideline.recall.ahead import Later, later
 from tideline.recall.people import SpeakerDirectory, named_people
 from tideline.recall.routing import ClusterRouter
@@ -361,21 +361,27 @@ class RecallEngine:
         of the hit's score before the question discount (the reply answers what the
         question asked), capped at the hit's own score, times the neighbour's own
         question discount: a neighbour that only asks back ("What got you into it?")
-        holds no more answer than any other question turn. Returns the turns read
-        around the hits.
+        holds no more answer than any other question turn. The best ``across_hits``
+        hits are read two places wide in the same statement, and carry across the other
+        speaker's question (:meth:`_carry_across`). Returns the turns read around the hits.
         """
         tune = self.config.recall
+        # The first few hits are also read two places wide, for the carry across a
+        # question (recall/across.py), in the same statement.
+        wide = tune.across_hits if tune.across_question > 0 else 0
         best = sorted((c for c in cands.values() if c.type == "turn"),
-                      key=lambda c: -c.score)[:tune.neighbour_hits]
+                      key=lambda c: -c.score)[:max(tune.neighbour_hits, wide)]
         if not best:
             return []
         hits = [turns[c.key] for c in best]
-        around = [t for t in self.store.neighbour_turns(hits, radius=1) if t.scope in scopes
+        radii = [2 if i < wide else 1 for i in range(len(hits))]
+        around = [t for t in self.store.neighbour_turns(hits, radius=radii) if t.scope in scopes
                   and _in_time(t.timestamp or t.recorded_at, since, until)]
         new = [t for t in around if t.id not in turns]
         sims = self.store.turn_vectors(new, self.embedder.dim) if new else {}
         by_place = {(t.scope, t.session, t.turn_index): t for t in around}
-        for cand, hit in zip(best, hits, strict=True):
+        strong = [(hit, c.score) for c, hit in zip(best[:wide], hits, strict=False)]
+        for cand, hit in zip(best[:tune.neighbour_hits], hits, strict=False):
             score = min(cand.score / max(cand.asked, 1e-6) * tune.neighbour_factor, cand.score)
             for offset in (-1, 1):
                 n = by_place.get((hit.scope, hit.session, hit.turn_index + offset))
@@ -392,7 +398,31 @@ class RecallEngine:
                         score=score * asked, asked=asked)
                 elif known.score < score * known.asked:
                     known.score = score * known.asked
+        self._carry_across(qv, cands, turns, by_place, sims, strong)
         return around
+
+    def _carry_across(
+        self, qv: np.ndarray, cands: dict[tuple[str, int], Candidate], turns: dict[int, Turn],
+        by_place: dict[tuple[str, str, int], Turn], sims: dict[int, np.ndarray],
+        hits: list[tuple[Turn, float]],
+    ) -> None:
+        """Carry a share of the best hits' scores to their speakers' turns across the
+        other speaker's question (:mod:`tideline.recall.across`); a turn not yet a
+        candidate comes in as a ``graph`` item, like a neighbour."""
+        carried = across.carried_scores(hits, by_place, self.config.recall.across_question)
+        by_id = {t.id: t for t in by_place.values()}
+        for tid, value in carried.items():
+            known = cands.get(("turn", tid))
+            if known is None:
+                t = by_id[tid]
+                asked = self._asked(t.text)
+                turns[tid] = t
+                vec = sims.get(tid)
+                cands[("turn", tid)] = Candidate(
+                    "turn", tid, "graph", similarity=float(vec @ qv) if vec is not None else 0.0,
+                    score=value * asked, asked=asked)
+            elif known.score < value * known.asked:
+                known.score = value * known.asked
 
     def _asked(self, text: str) -> float:
         """The question discount's factor of a turn (1 for a turn that only tells)."""

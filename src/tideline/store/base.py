@@ -440,8 +440,10 @@ class Store(ViewHost, WriteRows, ArchiveStore, Protocol):
     def speakers_since(self, after_id: int) -> tuple[int, list[tuple[str, str]]]:
         """The newest turn id and the (scope, speaker) pairs of turns after ``after_id``."""
 
-    def neighbour_turns(self, hits: Sequence[Turn], radius: int = 1) -> list[Turn]:
-        """The turns around each hit in its session."""
+    def neighbour_turns(self, hits: Sequence[Turn],
+                        radius: int | Sequence[int] = 1) -> list[Turn]:
+        """The turns around each hit in its session (``radius``: one for every hit, or
+        one per hit)."""
 
     def turns_between(self, scopes: Sequence[str], start: float, end: float,
                       limit: int) -> list[Turn]:

@@ -29,6 +29,7 @@ __all__ = [
     "memory_index_text",
     "turn_from_row",
     "turn_index_text",
+    "turn_windows",
 ]
 
 #: The columns of ``memories`` that :func:`memory_from_row` reads, in its order.
@@ -137,6 +138,21 @@ def memory_index_text(rec: MemoryRecord) -> str:
 def turn_index_text(speaker: str, text: str) -> str:
     """What the full-text index sees of a raw turn (the speaker's name included)."""
     return f"{speaker}: {text}"
+
+
+def turn_windows(hits: Sequence[Turn],
+                 radius: int | Sequence[int]) -> list[tuple[str, int, int]]:
+    """(session, first index, last index) of the places within ``radius`` of each hit:
+    one radius for every hit, or one per hit (``neighbour_turns``).
+
+    Raises:
+        ValueError: a radius per hit, but not as many radii as hits.
+    """
+    radii = [radius] * len(hits) if isinstance(radius, int) else list(radius)
+    if len(radii) != len(hits):
+        raise ValueError(f"{len(radii)} radii for {len(hits)} hits")
+    return [(t.session, t.turn_index - r, t.turn_index + r)
+            for t, r in zip(hits, radii, strict=True)]
 
 
 def embedding_jobs(

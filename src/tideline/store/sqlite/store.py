@@ -27,6 +27,7 @@ from tideline.store.rows import (
     memory_index_text,
     turn_from_row,
     turn_index_text,
+    turn_windows,
 )
 from tideline.store.sqlite import fts
 from tideline.store.sqlite.connection import Database
@@ -490,16 +491,16 @@ class SQLiteStore(NamespaceRows):
         """Nothing to take: the write transaction (``BEGIN IMMEDIATE``) is the only
         writer, so the session's next place stays free until it commits."""
 
-    def neighbour_turns(self, hits: Sequence[Turn], radius: int = 1) -> list[Turn]:
-        """The turns within ``radius`` places of each hit in its own session (hits included)."""
+    def neighbour_turns(self, hits: Sequence[Turn],
+                        radius: int | Sequence[int] = 1) -> list[Turn]:
+        """The turns within ``radius`` places of each hit in its own session (hits
+        included; one radius for every hit, or one per hit)."""
         if not hits:
             return []
         # A join on the windows, so each one is an index range of its session (an OR of
         # them made SQLite scan every turn of the namespace).
         windows = ", ".join(["(?, ?, ?)"] * len(hits))
-        args: list[Any] = []
-        for t in hits:
-            args += [t.session, t.turn_index - radius, t.turn_index + radius]
+        args: list[Any] = [v for w in turn_windows(hits, radius) for v in w]
         cols = ", ".join(f"t.{c.strip()}" for c in TURN_COLUMNS.split(","))
         sql = (f"SELECT DISTINCT {cols} FROM (VALUES {windows}) AS w JOIN turns t "
                "ON t.namespace = ? AND t.session = w.column1 "
