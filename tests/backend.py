@@ -16,7 +16,12 @@ host's local state.
 Raw SQL goes through :func:`rows`, :func:`scalar` and :func:`run` (the store's own
 connection, portable SQL with ``?`` placeholders, see notes in CONTRACTS: ``ON CONFLICT``,
 no PRAGMA, no ``rowid``) or, in the SQLite-only modules (file damage, WAL, migrations of
-old files), :func:`sqlite_file` on the database file itself.
+old files), :func:`sqlite_file` on the database file itself; :func:`schema_version` and
+:func:`migrated_from` read what the store's migrations did, and :func:`connection` hands
+the store's own functions that take a connection one. Nothing else in the tests
+touches a store's ``db`` (tests/test_raw_sql.py checks it): the PostgreSQL-internals
+tests (plans, the pool, COPY) take the driver's connection from
+``tests.postgres.conftest.pg_database``, SQLite-only settings from :func:`sqlite_conn`.
 """
 
 from __future__ import annotations
@@ -184,36 +189,64 @@ def open_memory(home: str | Path, url: str | None = None, **kw: Any) -> Memory:
     return Memory.open(home, **kw)
 
 
+def _db(mem: Any) -> Any:
+    """The database object of a memory, or of a store opened on its own."""
+    return mem.store.db if isinstance(mem, Memory) else mem.db
+
+
 @contextlib.contextmanager
-def _conn(mem: Memory, write: bool) -> Iterator[Any]:
-    db = mem.store.db
+def _conn(mem: Any, write: bool) -> Iterator[Any]:
+    db = _db(mem)
     with (db.write() if write else db.read()) as c:
         yield c
 
 
-def rows(mem: Memory, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
-    """All rows of a read-only query on the store's own connection, as tuples."""
+def rows(mem: Any, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    """All rows of a read-only query on the store's own connection, as tuples.
+
+    ``mem``: a :class:`Memory`, or a store opened without one (``open_postgres``…); so
+    for :func:`scalar`, :func:`run` and :func:`run_all`."""
     with _conn(mem, write=False) as c:
         return [tuple(r) for r in c.execute(sql, tuple(params)).fetchall()]
 
 
-def scalar(mem: Memory, sql: str, params: Sequence[Any] = ()) -> Any:
+def scalar(mem: Any, sql: str, params: Sequence[Any] = ()) -> Any:
     """The first column of the first row of a query (``None`` when it has no row)."""
     got = rows(mem, sql, params)
     return got[0][0] if got else None
 
 
-def run(mem: Memory, sql: str, params: Sequence[Any] = ()) -> int:
+def run(mem: Any, sql: str, params: Sequence[Any] = ()) -> int:
     """One statement in a write transaction of the store; returns the rows changed."""
     with _conn(mem, write=True) as c:
         return int(c.execute(sql, tuple(params)).rowcount)
 
 
-def run_all(mem: Memory, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
+def run_all(mem: Any, statements: Sequence[tuple[str, Sequence[Any]]]) -> None:
     """Several statements in one write transaction of the store."""
     with _conn(mem, write=True) as c:
         for sql, params in statements:
             c.execute(sql, tuple(params))
+
+
+@contextlib.contextmanager
+def connection(mem: Any, *, write: bool = False) -> Iterator[Any]:
+    """The store's own connection inside its read (or, ``write``, write) transaction,
+    for a store function that takes one (``pending.count(c)``); SQL of the test's own
+    goes through :func:`rows`, :func:`scalar` and :func:`run`."""
+    with _conn(mem, write) as c:
+        yield c
+
+
+def schema_version(mem: Any) -> int:
+    """The schema version recorded in the store's database."""
+    return int(_db(mem).schema_version())
+
+
+def migrated_from(mem: Any) -> int | None:
+    """The schema version this open of the store migrated from (None: it was current)."""
+    got = _db(mem).migrated_from
+    return None if got is None else int(got)
 
 
 @contextlib.contextmanager
@@ -229,7 +262,38 @@ def sqlite_file(path: Path, **kw: Any) -> Iterator[sqlite3.Connection]:
 
 
 def sqlite_conn(mem: Memory) -> sqlite3.Connection:
-    """The SQLite store's own connection, for SQLite-only settings (PRAGMA page limits)."""
+    """The SQLite store's own connection, for SQLite-only settings (PRAGMA page limits, a
+    trace callback)."""
     conn = mem.store.db.conn
     assert isinstance(conn, sqlite3.Connection), "a SQLite-only test ran on another backend"
     return conn
+
+
+class _Recording:
+    """A SQLite connection that notes the text of every statement it is given (the trace
+    callback shows them with their values bound, one text per call)."""
+
+    def __init__(self, conn: sqlite3.Connection, texts: set[str]) -> None:
+        self._conn = conn
+        self._texts = texts
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        self._texts.add(sql)
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._conn, name)
+
+
+@contextlib.contextmanager
+def sqlite_statement_texts(mem: Memory) -> Iterator[set[str]]:
+    """The statement texts (``?`` unbound) the SQLite store's own connection is given
+    inside the block: its connection is wrapped meanwhile."""
+    db = mem.store.db
+    real = sqlite_conn(mem)
+    texts: set[str] = set()
+    db.conn = _Recording(real, texts)
+    try:
+        yield texts
+    finally:
+        db.conn = real

@@ -78,6 +78,22 @@ def test_writers_bench_loses_nothing(capsys: pytest.CaptureFixture[str]) -> None
         assert r["server_cpu_ms"] == 0.0 if r["backend"] == "sqlite" else r["server_cpu_ms"] >= 0
     assert set(lines[-1]["writes_per_s"]) == set(BACKENDS)
     assert set(lines[-1]["cpu_ms_per_write"]) == set(BACKENDS)
+    assert all(r["prefill"] == 0 and r["stored_before"] == [0] for r in runs)
+
+
+def test_writers_bench_prefills_each_store_before_the_writes(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """``--prefill N``: every run's fresh store holds the N bulk-loaded memories when the
+    writers start, and the writers' gated writes into it still all land."""
+    writers.main(["--backend", ",".join(BACKENDS), "--writers", "2", "--count", "5",
+                  "--runs", "2", "--prefill", "120"])
+    lines = _lines(capsys.readouterr().out)
+    runs = [r for r in lines if r["bench"] == "writers"]
+    assert [r["backend"] for r in runs] == list(BACKENDS)
+    for r in runs:
+        assert r["prefill"] == 120 and r["stored_before"] == [120, 120]
+        assert r["errors"] == 0 and r["acked"] == [10, 10]
+    assert lines[-1]["prefill"] == 120
 
 
 @pytest.mark.skipif("postgres" not in BACKENDS, reason="PostgreSQL is not among the backends")

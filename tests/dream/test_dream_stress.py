@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.backend import scalar
 from tests.conftest import hashing
 
 from tideline import Memory
@@ -37,9 +38,8 @@ def _answer(turn_ids: list[int]) -> dict[str, object]:
 
 def _counts(store: Path) -> tuple[int, str]:
     with Memory.open(store, embedder=hashing()) as mem:
-        with mem.store.db.read() as c:
-            n = c.execute("SELECT count(*) FROM memories WHERE kind = 'decision'").fetchone()[0]
-            ok = c.execute("PRAGMA integrity_check").fetchone()[0]
+        n = scalar(mem, "SELECT count(*) FROM memories WHERE kind = 'decision'")
+        ok = scalar(mem, "PRAGMA integrity_check")  # SQLite only: the file's own check
     return int(n), str(ok)
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from tests.backend import scalar
+from tests.backend import connection, scalar
 from tests.conftest import TEST_PROFILE, hashing
 
 from tideline import Memory
@@ -95,7 +95,7 @@ def _open(store: Path, ep: Endpoint) -> Memory:
 
 
 def _vector_rows(mem: Memory) -> tuple[int, int, int]:
-    with mem.store.db.read() as c:  # pending.count is the store's own view of the log
+    with connection(mem) as c:  # pending.count is the store's own view of the log
         waiting = pending.count(c)
     return (int(scalar(mem, "SELECT count(*) FROM memories"))
             + int(scalar(mem, "SELECT count(*) FROM turns")),

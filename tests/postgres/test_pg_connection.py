@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.backend import schema_version
 
 from tideline.errors import InvalidInput, SchemaTooNew, StoreBusy, StoreError
 from tideline.store.dialect import POSTGRES
@@ -142,7 +143,7 @@ def test_hosts_starting_at_once_migrate_once(tmp_path: Path, pg_url: str) -> Non
     def start(i: int) -> None:
         try:
             store = open_postgres(pg_url, tmp_path / f"h{i}", "default", MARKER)
-            versions.append(store.db.schema_version())
+            versions.append(schema_version(store))
             store.close()
         except BaseException as exc:  # noqa: BLE001 - collected for the assertion
             errors.append(exc)

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.backend import rows, run_all, scalar
 from tests.conftest import hashing
 
 from tideline import Memory
@@ -19,7 +20,8 @@ def test_schema_version_and_marker_live_in_the_database(pg_mem: Memory, pg_url: 
     info = pg_mem.introspect()
     assert info["schema_version"] == SCHEMA_VERSION and info["database"].startswith("postgresql://")
     assert pg_mem.store.backend == "postgresql"
-    assert pg_mem.store.db.get_meta("embedder") == pg_mem.embedder.marker
+    assert scalar(pg_mem, "SELECT value FROM db_meta WHERE key = 'embedder'") == (
+        pg_mem.embedder.marker)
     # Another host (another local directory) opening the same database sees it.
     with Memory.open(tmp_path / "other-host", database=pg_url, embedder=hashing(),
                      project="global") as other:
@@ -72,9 +74,7 @@ def test_concurrent_writers_of_one_key_store_one_memory(pg_url: str, tmp_path: P
         for pair in results.values():
             assert len(pair) == 2 and pair[0].id == pair[1].id
             assert sorted(r.replayed for r in pair) == [False, True]
-        with mems[0].store.db.read() as c:
-            keys = c.execute("SELECT count(*) FROM write_keys WHERE key LIKE 'race-%'"
-                             ).fetchone()[0]
+        keys = scalar(mems[0], "SELECT count(*) FROM write_keys WHERE key LIKE 'race-%'")
         assert keys == 20
     finally:
         for m in mems:
@@ -195,9 +195,8 @@ def test_doctor_and_repair_of_the_derived_indexes(pg_mem: Memory) -> None:
     pg_mem.remember("doctor checks the word index of E4521")
     pg_mem.add_turns([{"speaker": "Ann", "text": "and the turn index"}], session="d")
     assert pg_mem.doctor()["ok"]
-    with pg_mem.store.db.write() as c:
-        c.execute("DELETE FROM memories_lex")
-        c.execute("DELETE FROM vectors WHERE substr(space, 1, 2) = 't:'")
+    run_all(pg_mem, [("DELETE FROM memories_lex", ()),
+                     ("DELETE FROM vectors WHERE substr(space, 1, 2) = 't:'", ())])
     found = pg_mem.doctor()
     assert not found["ok"] and {"parity:memories_lex", "parity:vectors"} <= set(
         found["problems"])
@@ -214,9 +213,8 @@ def test_reembed_swaps_every_vector_and_the_marker(pg_mem: Memory) -> None:
     new = HashingEmbedder(dim=64)
     res = pg_mem.reembed(new)
     assert res["memories"] == 1 and res["turns"] == 1 and res["to"] == new.marker
-    assert pg_mem.store.db.get_meta("embedder") == new.marker
-    with pg_mem.store.db.read() as c:
-        dims = c.execute("SELECT DISTINCT vector_dims(v), v FROM vectors").fetchall()
+    assert scalar(pg_mem, "SELECT value FROM db_meta WHERE key = 'embedder'") == new.marker
+    dims = rows(pg_mem, "SELECT DISTINCT vector_dims(v), v FROM vectors")
     assert [(d, len(v)) for d, v in dims] == [(64, 256), (64, 256)]
     assert pg_mem.recall("reembed me").items[0].text == "reembed me on PostgreSQL"
 

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tests.backend import rows, run, scalar
 from tests.conftest import hashing
 from tests.postgres.conftest import indexed_space, spy_statements
 
@@ -32,22 +33,21 @@ _WRITES = [
 
 def _rows(mem: Memory) -> dict[str, Any]:
     """What the writes left, without ids and times (they differ between stores)."""
-    with mem.store.db.read() as c:
-        memories = c.execute("SELECT gesture, kind, status, reinforcements, tags, version "
-                             "FROM memories ORDER BY id").fetchall()
-        edges = c.execute("SELECT a.gesture, b.gesture, e.type, e.weight FROM edges e "
-                          "JOIN memories a ON a.id = e.src JOIN memories b ON b.id = e.dst "
-                          "ORDER BY 1, 2").fetchall()
-        keys = c.execute("SELECT k.decision, round(k.similarity * 1000), m.gesture "
-                         "FROM write_keys k JOIN memories m ON m.id = k.memory_id "
-                         "ORDER BY k.created_at, m.gesture").fetchall()
-        events = [json.loads(d) for (d,) in c.execute(
-            "SELECT data FROM events WHERE kind = 'write' ORDER BY id").fetchall()]
-        vectors = c.execute("SELECT count(*) FROM vectors").fetchone()[0]
+    memories = rows(mem, "SELECT gesture, kind, status, reinforcements, tags, version "
+                         "FROM memories ORDER BY id")
+    edges = rows(mem, "SELECT a.gesture, b.gesture, e.type, e.weight FROM edges e "
+                      "JOIN memories a ON a.id = e.src JOIN memories b ON b.id = e.dst "
+                      "ORDER BY 1, 2")
+    keys = rows(mem, "SELECT k.decision, round(k.similarity * 1000), m.gesture "
+                     "FROM write_keys k JOIN memories m ON m.id = k.memory_id "
+                     "ORDER BY k.created_at, m.gesture")
+    events = [json.loads(d) for (d,) in rows(
+        mem, "SELECT data FROM events WHERE kind = 'write' ORDER BY id")]
+    vectors = scalar(mem, "SELECT count(*) FROM vectors")
     for e in events:
         e["similarity"] = round(e["similarity"], 3)
         e.pop("nearest")
-    return {"memories": [tuple(r) for r in memories], "edges": [tuple(r) for r in edges],
+    return {"memories": memories, "edges": edges,
             "keys": [(d, int(s), g) for d, s, g in keys], "events": events,
             "vectors": int(vectors)}
 
@@ -56,18 +56,18 @@ def test_gated_writes_leave_the_same_rows_on_both_backends(pg_url: str, tmp_path
     """The one-statement write of PostgreSQL (memory, index rows, vector, link edge, key,
     journal) leaves what SQLite's row-by-row write leaves, decision for decision."""
     outcomes: dict[str, list[tuple[str, bool]]] = {}
-    rows: dict[str, dict[str, Any]] = {}
+    left: dict[str, dict[str, Any]] = {}
     for name, database in (("sqlite", None), ("postgres", pg_url)):
         with Memory.open(tmp_path / name, database=database, embedder=hashing(),
                          project="global") as mem:
             outcomes[name] = [(r.decision, r.replayed) for r in
                               (mem.remember(text, idempotency_key=key) for text, key in _WRITES)]
-            rows[name] = _rows(mem)
+            left[name] = _rows(mem)
     assert outcomes["postgres"] == outcomes["sqlite"] == [
         ("new", False), ("potentiate", False), ("link", False), ("new", False),
         ("new", True), ("new", False)]
-    assert rows["postgres"] == rows["sqlite"]
-    assert rows["postgres"]["edges"] and rows["postgres"]["vectors"] == 4
+    assert left["postgres"] == left["sqlite"]
+    assert left["postgres"]["edges"] and left["postgres"]["vectors"] == 4
 
 
 def test_a_gated_write_sends_its_rows_in_one_statement(pg_mem: Memory,
@@ -103,11 +103,9 @@ def test_vectors_sent_in_binary_read_back_exactly(pg_mem: Memory) -> None:
     rng = np.random.default_rng(3)
     vec = rng.standard_normal(pg_mem.embedder.dim).astype(np.float32)
     vec[:4] = [np.float32(1e-45), np.float32(-3.4e38), np.float32(-0.0), np.float32(7e4)]
-    with pg_mem.store.db.write() as c:
-        c.execute("INSERT INTO vectors(space, key, v) VALUES ('m:default:global', 1, ?::vector)",
-                  (VectorParam(vec),))
-    with pg_mem.store.db.read() as c:
-        back = c.execute("SELECT v FROM vectors WHERE key = 1").fetchone()[0]
+    run(pg_mem, "INSERT INTO vectors(space, key, v) VALUES ('m:default:global', 1, ?::vector)",
+        (VectorParam(vec),))
+    back = scalar(pg_mem, "SELECT v FROM vectors WHERE key = 1")
     assert back == vec.tobytes()
 
 
@@ -124,16 +122,15 @@ def test_the_gates_search_through_the_index_finds_the_nearest(pg_url: str,
         spaces = indexed_space(store, vecs, MARKER)
         unit = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
         for q in vecs[:20] + rng.normal(0, 0.05, (20, 8)).astype(np.float32):
-            rows = spaces.gate_neighbours("default", "global", q, 4)
+            near = spaces.gate_neighbours("default", "global", q, 4)
             cos = unit @ (q / np.linalg.norm(q))
-            assert len(rows) == 4 and rows[0][0] == int(np.argmax(cos)) + 1
-            for key, sim, status in rows:
+            assert len(near) == 4 and near[0][0] == int(np.argmax(cos)) + 1
+            for key, sim, status in near:
                 assert sim == pytest.approx(float(cos[key - 1]), abs=1e-5)
                 assert status is None  # vectors without memories
         text = vector_text(vecs[0])
-        with store.db.read() as c:
-            plan = " ".join(str(r[0]) for r in c.execute(
-                "EXPLAIN " + spaces._space_query(False), (text, "m:default:global", 5)))
+        plan = " ".join(str(r[0]) for r in rows(
+            store, "EXPLAIN " + spaces._space_query(False), (text, "m:default:global", 5)))
         assert "vectors_hnsw_8" in plan
     finally:
         store.close()
@@ -197,12 +194,10 @@ def test_a_replay_is_found_with_the_gates_search(pg_mem: Memory, empty: bool) ->
         pg_mem.remember("the kiln is fired on thursdays", scope="other")
     first = pg_mem.remember("the heron nests on the north marsh", idempotency_key="k1")
     if empty:  # the key's memory is the only one of its scope: move it out of the way
-        with pg_mem.store.db.write() as c:
-            c.execute("DELETE FROM vectors WHERE key = ?", (first.id,))
+        run(pg_mem, "DELETE FROM vectors WHERE key = ?", (first.id,))
     before = pg_mem.store.statements_sent()
     again = pg_mem.remember("something else entirely, the otter sleeps",
                             idempotency_key="k1")
     assert again.replayed and again.id == first.id and again.decision == first.decision
     assert pg_mem.store.statements_sent() - before == 1
-    with pg_mem.store.db.read() as c:
-        assert c.execute("SELECT count(*) FROM memories").fetchone()[0] == (1 if empty else 2)
+    assert scalar(pg_mem, "SELECT count(*) FROM memories") == (1 if empty else 2)

@@ -22,6 +22,7 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.backend import schema_version
 from tests.conftest import hashing
 from tests.postgres.conftest import at_schema, fresh_database
 
@@ -186,7 +187,7 @@ def test_schema_5_is_migrated_with_each_rows_namespace(pg_url: str, tmp_path: Pa
     north = open_postgres(pg_url, tmp_path / "n", "north", MARKER)
     south = open_postgres(pg_url, tmp_path / "s", "south", MARKER)
     try:
-        assert north.db.schema_version() == SCHEMA_VERSION
+        assert schema_version(north) == SCHEMA_VERSION
         with psycopg.connect(pg_url) as raw:
             for lex, rows in (("memories_lex", "memories"), ("turns_lex", "turns")):
                 mismatched = raw.execute(

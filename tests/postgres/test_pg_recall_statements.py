@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.backend import rows, scalar
 from tests.conftest import hashing
 
 from tideline import Memory
@@ -82,8 +83,7 @@ def test_reading_ahead_in_threads_gives_the_same_packets(pg_mem: Memory,
 def test_sessions_keep_the_gin_pending_list_small(pg_mem: Memory) -> None:
     """Every pooled session sets gin_pending_list_limit (see tideline.store.postgres.connection):
     at the server's 4 MB default each word or substring search read up to 512 pages more."""
-    with pg_mem.store.db.read() as c:
-        assert c.execute("SHOW gin_pending_list_limit").fetchone()[0] == f"{GIN_PENDING_KB}kB"
+    assert scalar(pg_mem, "SHOW gin_pending_list_limit") == f"{GIN_PENDING_KB}kB"
 
 
 def test_inside_a_transaction_reads_are_not_parallel(pg_url: str, tmp_path: Path) -> None:
@@ -92,7 +92,7 @@ def test_inside_a_transaction_reads_are_not_parallel(pg_url: str, tmp_path: Path
     with Memory.open(tmp_path / "local", database=pg_url, embedder=hashing(),
                      project="global") as mem:
         assert mem.store.parallel_reads()
-        with mem.store.db.write():
+        with mem.store.transaction():
             assert not mem.store.parallel_reads()
         assert mem.store.parallel_reads()
 
@@ -120,24 +120,21 @@ def test_the_recall_journal_commits_without_waiting_for_the_disk(
                if sql == "SET LOCAL synchronous_commit = off"]
     assert len(relaxed) == 1 and sent[relaxed[0]][0]
     assert sent[relaxed[0] + 1][1].startswith("WITH ev AS (INSERT INTO events")
-    with pg_mem.store.db.read() as c:
-        kinds = [r[0] for r in c.execute(
-            "SELECT kind FROM events WHERE namespace = ? ORDER BY id DESC LIMIT 1",
-            (pg_mem.store.namespace,))]
-        eligible = c.execute("SELECT count(*) FROM eligibility").fetchone()[0]
+    kinds = [r[0] for r in rows(
+        pg_mem, "SELECT kind FROM events WHERE namespace = ? ORDER BY id DESC LIMIT 1",
+        (pg_mem.store.namespace,))]
+    eligible = scalar(pg_mem, "SELECT count(*) FROM eligibility")
     assert kinds == ["recall"] and eligible >= 1
 
 
 def _journal_rows(mem: Memory, recall_id: int) -> tuple[Any, ...]:
-    with mem.store.db.read() as c:
-        event = c.execute("SELECT namespace, kind, memory_id, data, ts FROM events WHERE id = ?",
-                          (recall_id,)).fetchone()
-        eligible = c.execute("SELECT namespace, memory_id, rank, score, ts FROM eligibility "
-                             "WHERE recall_id = ? ORDER BY id", (recall_id,)).fetchall()
-        attention = c.execute("SELECT namespace, memory_id, cluster, similarity, tier, ts "
-                              "FROM attention_log WHERE ts = ? ORDER BY id",
-                              (event[4],)).fetchall()
-    return tuple(event), [tuple(r) for r in eligible], [tuple(r) for r in attention]
+    (event,) = rows(mem, "SELECT namespace, kind, memory_id, data, ts FROM events WHERE id = ?",
+                    (recall_id,))
+    eligible = rows(mem, "SELECT namespace, memory_id, rank, score, ts FROM eligibility "
+                         "WHERE recall_id = ? ORDER BY id", (recall_id,))
+    attention = rows(mem, "SELECT namespace, memory_id, cluster, similarity, tier, ts "
+                          "FROM attention_log WHERE ts = ? ORDER BY id", (event[4],))
+    return event, eligible, attention
 
 
 def test_the_journal_statement_writes_what_the_shared_view_writes(pg_mem: Memory) -> None:
@@ -220,9 +217,8 @@ def test_another_hosts_sleep_is_seen_by_the_next_recall_without_a_read_of_its_ow
                      "Marta bakes rye bread on Sundays with her starter"):
             there.remember(text)
         there.sleep(force=True)
-        with there.store.db.read() as c:
-            now = c.execute("SELECT value FROM sleep_state WHERE namespace = ? AND key = ?",
-                            (there.store.namespace, "clusters.version")).fetchone()[0]
+        now = scalar(there, "SELECT value FROM sleep_state WHERE namespace = ? AND key = ?",
+                     (there.store.namespace, "clusters.version"))
         assert now != before
         sent: list[str] = []
         plain = connection.Conn.execute

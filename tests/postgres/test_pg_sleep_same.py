@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from tests.backend import rows
 from tests.conftest import hashing
 
 from tideline import Memory
@@ -62,10 +63,9 @@ def _fill(mem: Memory) -> None:
 
 
 def _rows(mem: Memory, sql: str) -> list[tuple[Any, ...]]:
-    with mem.store.db.read() as c:
-        return [tuple(round(v, 6) if isinstance(v, float) else
-                      bytes(v) if isinstance(v, memoryview) else v for v in r)
-                for r in c.execute(sql).fetchall()]
+    return [tuple(round(v, 6) if isinstance(v, float) else
+                  bytes(v) if isinstance(v, memoryview) else v for v in r)
+            for r in rows(mem, sql)]
 
 
 _TABLES = {

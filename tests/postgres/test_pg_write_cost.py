@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from tests.backend import run, scalar
 from tests.conftest import hashing
-from tests.postgres.conftest import spy_statements
+from tests.postgres.conftest import pg_database, spy_statements
 
 from tideline import Memory
 from tideline.models import MemoryRecord
@@ -28,14 +29,12 @@ def _load(mem: Memory, texts: list[str]) -> list[int]:
                          stability=7.0, last_access=1.0e9, recorded_at=1.0e9,
                          updated_at=1.0e9) for t in texts]
     vecs = mem.embedder.embed_passages(texts)
-    with mem.store.db.write() as c:
+    with mem.store.transaction() as c:
         return [mem.store.insert_memory(c, r, v) for r, v in zip(recs, vecs, strict=True)]
 
 
 def _reltuples(mem: Memory) -> float:
-    with mem.store.db.read() as c:
-        return float(c.execute("SELECT reltuples FROM pg_class "
-                               "WHERE oid = 'vectors'::regclass").fetchone()[0])
+    return float(scalar(mem, "SELECT reltuples FROM pg_class WHERE oid = 'vectors'::regclass"))
 
 
 def _texts(n: int, tag: str = "") -> list[str]:
@@ -64,7 +63,7 @@ def test_the_gate_finds_an_exact_duplicate_through_the_index(
     spaces = pg_mem.vectors
     assert isinstance(spaces, pg_vectors.PostgresVectorSpaces)
     assert not spaces._exact(SPACE)
-    with pg_mem.store.db.read() as c:  # the planner takes the index for the gate's search
+    with pg_database(pg_mem).read() as c:  # the planner takes the index for the gate's search
         pg_vectors.PostgresVectorSpaces._settings(c, pg_vectors.GATE_EF_SEARCH)
         from tideline.store.postgres.connection import VectorParam
         from tideline.store.postgres.writes import keyed_gate_sql
@@ -112,9 +111,8 @@ def test_the_target_read_with_the_gate_is_checked_at_the_write(pg_mem: Memory) -
 
     def moved_after_reading(rec: MemoryRecord, digest: bytes) -> None:
         real(rec, digest)
-        with store.db.write() as c:
-            c.execute("UPDATE memories SET tags = '[\"birds\", \"marsh\"]' WHERE id = ?",
-                      (rec.id,))
+        run(pg_mem, "UPDATE memories SET tags = '[\"birds\", \"marsh\"]' WHERE id = ?",
+            (rec.id,))
 
     store.remember_target = moved_after_reading  # type: ignore[method-assign]
     res = pg_mem.remember("The heron nests on the north marsh.", tags=["dawn"])

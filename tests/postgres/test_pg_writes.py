@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from tests.conftest import hashing
+from tests.postgres.conftest import pg_database
 
 from tideline import Memory
 from tideline.config import Config
@@ -34,7 +35,7 @@ def test_a_potentiation_lock_does_not_block_linking_to_that_memory(
     held, done = threading.Event(), threading.Event()
 
     def potentiate() -> None:
-        with store.db.write() as c:
+        with store.transaction() as c:
             assert target in store.get_memories([target], c)
             held.set()
             done.wait(30)
@@ -43,9 +44,9 @@ def test_a_potentiation_lock_does_not_block_linking_to_that_memory(
     thread.start()
     try:
         assert held.wait(30)
-        with waiter.db.write() as c:
+        with waiter.transaction() as c:
             waiter.add_edge(c, other, target, "related", 0.7, time.time())
-        with pytest.raises(StoreBusy), waiter.db.write() as c:
+        with pytest.raises(StoreBusy), waiter.transaction() as c:
             waiter.get_memories([target], c)
     finally:
         done.set()
@@ -86,10 +87,10 @@ def test_the_pool_size_is_a_setting(pg_url: str, tmp_path: Path,
     assert Config.load().database_pool_size == 12
     with Memory.open(tmp_path / "a", database=pg_url, embedder=hashing(),
                      project="global") as mem:
-        assert mem.store.db.pool.max_size == 12
+        assert pg_database(mem).pool.max_size == 12
     cfg = Config.load(home=tmp_path / "b", database=pg_url, database_pool_size=2)
     with Memory.open(config=cfg, embedder=hashing(), project="global") as mem:
-        assert mem.store.db.pool.max_size == 2
+        assert pg_database(mem).pool.max_size == 2
     for bad in ("0", "many", "-3"):
         monkeypatch.setenv("TIDELINE_DATABASE_POOL_SIZE", bad)
         with pytest.raises(InvalidInput, match="(?i)pool_size"):

@@ -8,7 +8,6 @@ computation it stands for, and against the statements the store is asked.
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.backend import scalar, sqlite_conn, sqlite_statement_texts
 from tests.conftest import hashing
 
 from tideline import Memory
@@ -166,10 +166,8 @@ def test_a_forms_pattern_searches_only_texts_holding_their_shared_start(
 
 @contextmanager
 def _statements(mem: Memory) -> Iterator[list[str]]:
-    store = mem.store
-    assert isinstance(store, SQLiteStore)
     seen: list[str] = []
-    conn: sqlite3.Connection = store.db.conn
+    conn = sqlite_conn(mem)
     conn.set_trace_callback(seen.append)
     try:
         yield seen
@@ -212,10 +210,8 @@ def test_document_frequencies_match_one_lookup_per_token(
         assert isinstance(store, SQLiteStore)
         tokens = ["leipzig", "marathon", "nowhere", "line", "leipzig", "1", "4", "pasta"]
         got, total = store.document_frequencies("t", tokens)
-        with store.db.read() as c:
-            one_by_one = {t: (row[0] if (row := c.execute(
-                "SELECT doc FROM temp.turns_vocab WHERE term = ?", (t,)).fetchone()) else 0)
-                for t in tokens}
+        one_by_one = {t: scalar(mem, "SELECT doc FROM temp.turns_vocab WHERE term = ?",
+                                (t,)) or 0 for t in tokens}
         assert got == one_by_one and got["leipzig"] == 8 and got["nowhere"] == 0
         assert got["1"] == 2 and got["4"] == 1 and total >= 8
         assert store.document_frequencies("m", tokens) == (dict.fromkeys(tokens, 0), 0)
@@ -250,22 +246,6 @@ def neighbour_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Memory
         yield mem
 
 
-class _Recording:
-    """The store's real connection, noting the text of every statement it is given
-    (the trace callback shows them with their values bound, one text per call)."""
-
-    def __init__(self, conn: sqlite3.Connection, texts: set[str]) -> None:
-        self._conn = conn
-        self._texts = texts
-
-    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
-        self._texts.add(sql)
-        return self._conn.execute(sql, *args)
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._conn, name)
-
-
 @settings(max_examples=200, deadline=None)
 @given(values=st.lists(st.integers(-5, 5)), most=st.integers(1, 40))
 def test_padded_lists_select_what_the_list_does(values: list[int], most: int) -> None:
@@ -292,14 +272,9 @@ def test_id_lists_of_every_length_take_a_few_statement_texts(store_dir: Path) ->
         every = store.turns_between(["global"], -1e12, 1e12, 1_000)
         tokens = [f"w{i}" for i in range(150)] + ["leipzig", "line", "pasta"] + [
             str(i) for i in range(150)]
-        with store.db.read() as c:
-            want_df = {t: (row[0] if (row := c.execute(
-                "SELECT doc FROM temp.turns_vocab WHERE term = ?", (t,)).fetchone()) else 0)
-                for t in tokens}
-        texts: set[str] = set()
-        real = store.db.conn
-        store.db.conn = _Recording(real, texts)  # type: ignore[assignment]
-        try:
+        want_df = {t: scalar(mem, "SELECT doc FROM temp.turns_vocab WHERE term = ?",
+                             (t,)) or 0 for t in tokens}
+        with sqlite_statement_texts(mem) as texts:
             for n in range(1, len(every) + 1):
                 picked = every[-n:]  # newest first in id order: the last ids
                 got = store.get_turns(t.id for t in reversed(picked))
@@ -309,8 +284,6 @@ def test_id_lists_of_every_length_take_a_few_statement_texts(store_dir: Path) ->
                 assert sorted(vectors) == sorted(t.id for t in picked)
                 df, _ = store.document_frequencies("t", tokens[:n])
                 assert df == {t: want_df[t] for t in tokens[:n]}
-        finally:
-            store.db.conn = real
         for table in ("FROM turns WHERE", "FROM vectors WHERE", "turns_vocab"):
             assert 1 < len({s for s in texts if table in s}) <= 7, table
 

@@ -33,10 +33,10 @@ class SqliteSource:
     def __init__(self, path: Path, dim: int = DIM) -> None:
         self.path = path
         self.dim = dim
-        self.db = sqlite3.connect(path, timeout=30, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("CREATE TABLE IF NOT EXISTS vec(key INTEGER PRIMARY KEY, v BLOB)")
-        self.db.execute(
+        self.conn = sqlite3.connect(path, timeout=30, isolation_level=None)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("CREATE TABLE IF NOT EXISTS vec(key INTEGER PRIMARY KEY, v BLOB)")
+        self.conn.execute(
             "CREATE TABLE IF NOT EXISTS vec_log("
             "seq INTEGER PRIMARY KEY AUTOINCREMENT, key INTEGER, present INTEGER)"
         )
@@ -47,33 +47,33 @@ class SqliteSource:
 
     # writes (what the store does) ------------------------------------------------
     def put(self, keys: Sequence[int], vectors: np.ndarray) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
+        self.conn.execute("BEGIN IMMEDIATE")
         for key, vec in zip(keys, vectors, strict=True):
             blob = np.asarray(vec, dtype=np.float32).tobytes()
-            self.db.execute("INSERT OR REPLACE INTO vec(key, v) VALUES (?, ?)", (int(key), blob))
-            self.db.execute("INSERT INTO vec_log(key, present) VALUES (?, 1)", (int(key),))
-        self.db.execute("COMMIT")
+            self.conn.execute("INSERT OR REPLACE INTO vec(key, v) VALUES (?, ?)", (int(key), blob))
+            self.conn.execute("INSERT INTO vec_log(key, present) VALUES (?, 1)", (int(key),))
+        self.conn.execute("COMMIT")
 
     def delete(self, keys: Sequence[int]) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
+        self.conn.execute("BEGIN IMMEDIATE")
         for key in keys:
-            self.db.execute("DELETE FROM vec WHERE key = ?", (int(key),))
-            self.db.execute("INSERT INTO vec_log(key, present) VALUES (?, 0)", (int(key),))
-        self.db.execute("COMMIT")
+            self.conn.execute("DELETE FROM vec WHERE key = ?", (int(key),))
+            self.conn.execute("INSERT INTO vec_log(key, present) VALUES (?, 0)", (int(key),))
+        self.conn.execute("COMMIT")
 
     def snapshot(self) -> dict[int, np.ndarray]:
-        rows = self.db.execute("SELECT key, v FROM vec").fetchall()
+        rows = self.conn.execute("SELECT key, v FROM vec").fetchall()
         return {int(k): np.frombuffer(v, dtype=np.float32) for k, v in rows}
 
     # VectorSource ---------------------------------------------------------------
     def vector_seq(self) -> int:
         self._count("vector_seq")
-        row = self.db.execute("SELECT max(seq) FROM vec_log").fetchone()
+        row = self.conn.execute("SELECT max(seq) FROM vec_log").fetchone()
         return int(row[0] or 0)
 
     def vector_changes(self, since: int) -> list[tuple[int, int, bool]]:
         self._count("vector_changes")
-        rows = self.db.execute(
+        rows = self.conn.execute(
             "SELECT seq, key, present FROM vec_log WHERE seq > ? ORDER BY seq", (since,)
         ).fetchall()
         return [(int(s), int(k), bool(p)) for s, k, p in rows]
@@ -85,7 +85,7 @@ class SqliteSource:
         for start in range(0, len(keys), 500):
             chunk = [int(k) for k in keys[start : start + 500]]
             marks = ",".join("?" * len(chunk))
-            for k, v in self.db.execute(f"SELECT key, v FROM vec WHERE key IN ({marks})", chunk):
+            for k, v in self.conn.execute(f"SELECT key, v FROM vec WHERE key IN ({marks})", chunk):
                 found.append(int(k))
                 blobs.append(v)
         return self._pack(found, blobs)
@@ -94,7 +94,7 @@ class SqliteSource:
         self._count("iter_all_vectors")
         last = -(2**63)
         while True:
-            rows = self.db.execute(
+            rows = self.conn.execute(
                 "SELECT key, v FROM vec WHERE key > ? ORDER BY key LIMIT ?", (last, batch)
             ).fetchall()
             if not rows:
@@ -104,7 +104,7 @@ class SqliteSource:
 
     def vector_count(self) -> int:
         self._count("vector_count")
-        return int(self.db.execute("SELECT count(*) FROM vec").fetchone()[0])
+        return int(self.conn.execute("SELECT count(*) FROM vec").fetchone()[0])
 
     def _pack(self, keys: list[int], blobs: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
         if not keys:
@@ -463,7 +463,7 @@ def test_count_mismatch_rebuilds(source: SqliteSource, idx_dir: Path) -> None:
     source.put(range(100), unit(100))
     idx = make(idx_dir)
     idx.sync(source)
-    source.db.execute("DELETE FROM vec WHERE key < 10")  # bypasses the log
+    source.conn.execute("DELETE FROM vec WHERE key < 10")  # bypasses the log
     source.put([500], unit(1, seed=8))
     report = idx.sync(source)
     assert report.rebuilt and report.reason == "count mismatch"

@@ -161,7 +161,8 @@ def test_backup_under_load_restores(tmp_path: Path) -> None:
             mem.remember(f"log {i}: the {picks[0]} met a {picks[1]} near the {picks[2]} "
                          f"with {picks[3]} (ref L{i:04d})", idempotency_key=f"n{i}")
         before = mem.introspect()["memories"]
-        backup = mem.store.db.backup("manual")
+        backup = mem.store.backup("manual")
+        assert backup is not None
         mem.remember("written after the backup")
     restored = tmp_path / "r"
     restored.mkdir()

@@ -10,7 +10,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from tests.backend import rows
+from tests.backend import migrated_from, rows, schema_version
 from tests.conftest import hashing
 
 from tideline import Memory
@@ -41,8 +41,8 @@ def test_v2_store_migrates_keeps_data_and_sleeps(tmp_path: Path) -> None:
     home = tmp_path / "store"
     make_v2_store(home)
     with Memory.open(home, embedder=hashing()) as mem:
-        assert mem.store.db.schema_version() == schema.SCHEMA_VERSION >= 3
-        assert mem.store.db.migrated_from == 2
+        assert schema_version(mem) == schema.SCHEMA_VERSION >= 3
+        assert migrated_from(mem) == 2
         assert list((home / "backups").glob("pre-migrate-v2-*.db"))
         assert mem.get(1).gesture == "written before sleep existed"
         tables = {r[0] for r in rows(mem, "SELECT name FROM sqlite_master WHERE type='table'")}
@@ -52,5 +52,5 @@ def test_v2_store_migrates_keeps_data_and_sleeps(tmp_path: Path) -> None:
         res = mem.sleep()
         assert res["errors"] == {} and res["memories"] == {"before": 1, "after": 1}
     with Memory.open(home, embedder=hashing()) as mem:
-        assert mem.store.db.migrated_from is None
+        assert migrated_from(mem) is None
         assert mem.sleep()["skipped"] is True

@@ -33,7 +33,7 @@ def test_sleep_keeps_backups_within_count_and_total_size(tmp_path: Path) -> None
     home = tmp_path / "s"
     with Memory.open(home, embedder=hashing()) as mem:
         _fill(mem, 120)
-        old = mem.store.db.backup("manual")  # every kind of backup counts
+        old = mem.store.backup("manual")  # every kind of backup counts
     size = old.stat().st_size
     assert size > MIB // 4
     budget_mb = max(1, (3 * size) // MIB)  # room for about three copies
@@ -57,9 +57,9 @@ def test_count_bound_alone_and_a_large_newest_backup_stays(tmp_path: Path) -> No
     with Memory.open(home, embedder=hashing()) as mem:
         _fill(mem, 40)
         for _ in range(4):
-            mem.store.db.backup("sleep", keep=2, max_bytes=0)
+            mem.store.backup("sleep", keep=2, max_bytes=0)
         assert len(_backups(home)) == 2
-        newest = mem.store.db.backup("sleep", keep=5, max_bytes=1)  # smaller than any copy
+        newest = mem.store.backup("sleep", keep=5, max_bytes=1)  # smaller than any copy
     assert _backups(home) == [newest]
 
 

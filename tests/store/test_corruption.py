@@ -28,7 +28,7 @@ from tideline.store.sqlite.presence import MARKER
 def _store_with_backup(home: Path) -> Path:
     with Memory.open(home, embedder=hashing()) as mem:
         mem.remember("the lighthouse keeper logs the weather at dawn")
-        backup = mem.store.db.backup("manual")
+        backup = mem.store.backup("manual")
         mem.remember("a second fact after the backup")
     return backup
 

@@ -97,7 +97,7 @@ def test_what_cannot_be_rebuilt_is_reported_with_the_backups(tmp_path: Path) -> 
     home = tmp_path / "s"
     _fill(home)
     with Memory.open(home, embedder=hashing()) as mem:
-        backup = mem.store.db.backup("manual")
+        backup = mem.store.backup("manual")
     conn = sqlite3.connect(home / "tideline.db")
     conn.execute("UPDATE turns_tri_config SET v = 99 WHERE k = 'version'")
     conn.commit()

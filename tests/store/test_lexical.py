@@ -35,34 +35,34 @@ class Store:
     """The two FTS5 tables of the real schema, in memory."""
 
     def __init__(self) -> None:
-        self.db = sqlite3.connect(":memory:")
-        self.db.execute(
+        self.conn = sqlite3.connect(":memory:")
+        self.conn.execute(
             "CREATE VIRTUAL TABLE memories_fts USING fts5("
             'body, tokenize="unicode61 remove_diacritics 2")'
         )
-        self.db.execute('CREATE VIRTUAL TABLE memories_tri USING fts5(body, tokenize="trigram")')
+        self.conn.execute('CREATE VIRTUAL TABLE memories_tri USING fts5(body, tokenize="trigram")')
         self.next_id = 1
 
     def __enter__(self) -> Store:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.db.close()
+        self.conn.close()
 
     def add(self, text: str) -> int:
         rowid = self.next_id
         self.next_id += 1
         body = unicodedata.normalize("NFC", text)
-        self.db.execute(
+        self.conn.execute(
             "INSERT INTO memories_fts(rowid, body) VALUES (?, ?)", (rowid, index_text(body))
         )
-        self.db.execute("INSERT INTO memories_tri(rowid, body) VALUES (?, ?)", (rowid, body))
+        self.conn.execute("INSERT INTO memories_tri(rowid, body) VALUES (?, ?)", (rowid, body))
         return rowid
 
     def match(self, table: str, expression: str | None) -> set[int]:
         if expression is None:
             return set()
-        rows = self.db.execute(
+        rows = self.conn.execute(
             f"SELECT rowid FROM {table} WHERE {table} MATCH ? ORDER BY bm25({table})",
             (expression,),
         )
@@ -82,7 +82,7 @@ class Store:
 def store() -> Iterator[Store]:
     s = Store()
     yield s
-    s.db.close()
+    s.conn.close()
 
 
 def storable(text: str) -> str:

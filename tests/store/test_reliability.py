@@ -11,7 +11,7 @@ import multiprocessing as mp
 from pathlib import Path
 
 import pytest
-from tests.backend import Backend, run_all, scalar, sqlite_file
+from tests.backend import Backend, migrated_from, run_all, scalar, schema_version, sqlite_file
 from tests.conftest import hashing
 
 from tideline import EmbedderMismatch, Memory, StoreCorrupt
@@ -92,8 +92,8 @@ def test_migration_from_v1_with_safety_copy(tmp_path: Path) -> None:
         conn.execute("INSERT INTO db_meta VALUES ('schema_version', '1')")
         conn.execute("INSERT INTO db_meta VALUES ('embedder', ?)", (hashing().marker,))
     with Memory.open(home, embedder=hashing()) as mem:
-        assert mem.store.db.migrated_from == 1
-        assert mem.store.db.schema_version() == schema.SCHEMA_VERSION
+        assert migrated_from(mem) == 1
+        assert schema_version(mem) == schema.SCHEMA_VERSION
         mem.remember("works after migration")
         mem.recall("migration")
     backups = list((home / "backups").glob("pre-migrate-v1-*.db"))

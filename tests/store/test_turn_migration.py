@@ -14,6 +14,7 @@ import json
 import sqlite3
 from pathlib import Path
 
+from tests.backend import schema_version
 from tests.conftest import hashing
 
 from tideline import Memory
@@ -53,7 +54,7 @@ def test_old_ids_are_rewritten_so_a_reimport_adds_nothing(tmp_path: Path) -> Non
     file = tmp_path / "chat.jsonl"
     file.write_text("".join(json.dumps(t) + "\n" for t in CHAT), "utf-8")
     with Memory.open(home, embedder=hashing()) as mem:
-        assert mem.store.db.schema_version() == schema.SCHEMA_VERSION
+        assert schema_version(mem) == schema.SCHEMA_VERSION
         assert mem.import_jsonl(file)["inserted"] == 0
         assert mem.introspect()["turns"] == 8
         s1 = mem.store.session_turns("s1")

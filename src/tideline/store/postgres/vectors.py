@@ -15,7 +15,7 @@ import threading
 import time
 import weakref
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -26,10 +26,10 @@ from tideline.store.postgres.schema import HNSW_MAX_DIM, ensure_vector_index
 from tideline.store.rows import memory_from_row
 
 if TYPE_CHECKING:
-    from tideline.store.postgres.connection import Conn
-    from tideline.store.postgres.store import PostgresStore
+    from tideline.models import MemoryRecord
+    from tideline.store.postgres.connection import Conn, Database
 
-__all__ = ["GATE_EF_SEARCH", "PostgresVectorSpaces", "candidate_list"]
+__all__ = ["GATE_EF_SEARCH", "PostgresVectorSpaces", "VectorHost", "candidate_list"]
 
 _CENTROID_SAMPLE = 4096
 _CENTROID_LEAST = 50
@@ -49,6 +49,28 @@ GATE_EF_SEARCH = 40
 FULL_EF_AT = 1_000_000
 # The hnsw.ef_search each pooled connection's session was given (see _settings).
 _SESSION_EF: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+
+class VectorHost(Protocol):
+    """What :class:`PostgresVectorSpaces` needs from its store (a
+    :class:`~tideline.store.postgres.store.PostgresStore` is one)."""
+
+    @property
+    def db(self) -> Database:
+        """The store's connection pool."""
+
+    @property
+    def top_id(self) -> int:
+        """The highest memory id this process wrote (0: none yet)."""
+
+    def space(self, kind: str, scope: str) -> str:
+        """Name of the vector space of memories (``m``) or turns (``t``) of one scope."""
+
+    def scopes(self) -> list[str]:
+        """Every scope that holds memories or turns in the store's namespace."""
+
+    def remember_target(self, rec: MemoryRecord, digest: bytes) -> None:
+        """Keep the gate's nearest live neighbour as its search read it."""
 
 
 def candidate_list(ef_search: int, k: int, total: float) -> int:
@@ -83,7 +105,7 @@ class PostgresVectorSpaces:
     """The VectorSpaces API (search, centroid, rebuild_all, close) backed by SQL.
 
     Args:
-        store: the PostgreSQL store.
+        store: the PostgreSQL store (what it offers: :class:`VectorHost`).
         dim: vector dimension of the embedder in use.
         marker: the embedder marker (the store checked it on open).
         ef_search: HNSW candidate list size per search of an index of
@@ -92,7 +114,7 @@ class PostgresVectorSpaces:
         exact_max: spaces of at most this many vectors are searched exactly.
     """
 
-    def __init__(self, store: PostgresStore, dim: int, marker: str, *,
+    def __init__(self, store: VectorHost, dim: int, marker: str, *,
                  ef_search: int = 100, exact_max: int = EXACT_MAX) -> None:
         self.store = store
         self.dim = int(dim)
@@ -280,7 +302,7 @@ class PostgresVectorSpaces:
         than after autovacuum's first look.
         """
         now = time.monotonic()
-        top = int(getattr(self.store, "top_id", 0))
+        top = self.store.top_id
         with self._lock:
             cached = self._sizes.get(space)
         if cached is not None and now - cached[0] < _COUNT_SECONDS:
