@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -66,7 +67,7 @@ def test_write_is_one_transaction_nested_use_joins_errors_roll_back(tmp_path: Pa
         db.close()
 
 
-@pytest.mark.parametrize("failure", ["unread", "read", "python"])
+@pytest.mark.parametrize("failure", ["unread", "unread-late", "read", "python"])
 def test_a_failed_write_ends_its_own_transaction(tmp_path: Path, pg_url: str, failure: str,
                                                  caplog: pytest.LogCaptureFixture) -> None:
     """BEGIN and COMMIT travel with the write's statements (no wait of their own): a
@@ -80,8 +81,12 @@ def test_a_failed_write_ends_its_own_transaction(tmp_path: Path, pg_url: str, fa
         with pytest.raises(StoreError if failure != "python" else RuntimeError):
             with db.write() as c:
                 c.execute("INSERT INTO db_meta(key, value) VALUES ('a', '1')")
-                if failure == "unread":
+                if failure.startswith("unread"):
                     c.execute("INSERT INTO db_meta(key, value) VALUES ('a', 'again')")
+                    if failure == "unread-late":
+                        # The failure reaches the client before COMMIT is sent (on a
+                        # loaded machine it does without the pause): COMMIT raises it.
+                        time.sleep(0.3)
                 elif failure == "read":
                     c.execute("INSERT INTO db_meta(key, value) VALUES ('a', 'again') "
                               "RETURNING key").fetchone()

@@ -397,14 +397,17 @@ class Conn:
                 self.raw.execute("BEGIN")
                 try:
                     yield
+                    # Sent, and its result read, at the Sync below. A statement nobody
+                    # read that failed may have answered already: then COMMIT raises it.
+                    self.raw.execute("COMMIT")
                 except BaseException:
                     # After an error the server skips what was queued until a Sync, and
-                    # the transaction is then failed: Sync first, then ROLLBACK.
+                    # the transaction is then failed: Sync first, then ROLLBACK (so the
+                    # pipeline ends clean, and psycopg has no error to log at its exit).
                     with contextlib.suppress(psycopg.Error):
                         pipe.sync()
                     self.raw.execute("ROLLBACK")
                     raise
-                self.raw.execute("COMMIT")  # sent, and its result read, at the Sync below
             finally:
                 self.pipeline = None
 
