@@ -191,12 +191,14 @@ def test_an_empty_memory_table_is_not_searched(store_dir: Path) -> None:
         assert packet.items and all(i.type == "turn" for i in packet.items)
         assert not [s for s in seen if "memories_fts" in s or "memories_tri" in s
                     or "memories_vocab" in s]
-        assert any("turns_fts" in s for s in seen)
+        # Nor its vectors (an index sync per scope) or the clusters of its rows.
+        assert not [s for s in seen if "'m:" in s or "clusters.version" in s]
+        assert any("turns_fts" in s for s in seen) and any("'t:" in s for s in seen)
         # Once a memory exists, the memories' side is searched and finds it by its words.
         mem.write("the Leipzig marathon pasta party is on Friday")
         with _statements(mem) as seen:
             packet = mem.recall("Leipzig marathon pasta", log=False)
-        assert any("memories_fts" in s for s in seen)
+        assert any("memories_fts" in s for s in seen) and any("'m:" in s for s in seen)
         assert any(i.type == "memory" and i.source == "lexical" for i in packet.items)
 
 
@@ -215,6 +217,41 @@ def test_document_frequencies_match_one_lookup_per_token(
         assert got == one_by_one and got["leipzig"] == 8 and got["nowhere"] == 0
         assert got["1"] == 2 and got["4"] == 1 and total >= 8
         assert store.document_frequencies("m", tokens) == (dict.fromkeys(tokens, 0), 0)
+
+
+def test_exact_document_frequencies_follow_every_change_of_the_index(
+    store_dir: Path,
+) -> None:
+    """The counts are kept between recalls (a query's tokens are not looked up again),
+    and every change of the word index shows at once: turns added through this handle
+    and through another one, a memory written and forgotten. Fails when the kept counts
+    are not keyed by the index's structure and averages records (the counts of the
+    first call come back)."""
+    tokens = ["leipzig", "marathon", "otter", "1"]
+
+    def counts(mem: Memory, kind: str = "t") -> dict[str, int]:
+        store = mem.store
+        assert isinstance(store, SQLiteStore)
+        return store.document_frequencies(kind, tokens)[0]
+
+    with Memory.open(store_dir, embedder=hashing(), project="global") as mem:
+        mem.add_turns(_turns(3), source="chat")
+        assert counts(mem) == {"leipzig": 3, "marathon": 3, "otter": 0, "1": 1}
+        with _statements(mem) as seen:
+            assert counts(mem)["leipzig"] == 3
+        assert not [q for q in seen if "turns_vocab" in q]  # kept, not counted again
+        mem.add_turns([{"session": "s2", "speaker": "Ben", "role": "user", "id": "s2:0",
+                        "text": "an otter at the Leipzig marathon", "timestamp": 1_714_800_000}],
+                      source="chat")
+        assert counts(mem) == {"leipzig": 4, "marathon": 4, "otter": 1, "1": 1}
+        with Memory.open(store_dir, embedder=hashing(), project="global") as other:
+            other.add_turns(_turns(2, "s3"), source="chat")
+        assert counts(mem) == {"leipzig": 6, "marathon": 6, "otter": 1, "1": 2}
+        otter = mem.write("the otter swam past the Leipzig bridge").id
+        mem.write("a kiln for the studio")
+        assert counts(mem, "m") == {"leipzig": 1, "marathon": 0, "otter": 1, "1": 0}
+        mem.forget(otter)  # the highest id stays where it was; only the index moved
+        assert counts(mem, "m") == {"leipzig": 0, "marathon": 0, "otter": 0, "1": 0}
 
 
 @settings(max_examples=60, deadline=None)
@@ -282,6 +319,7 @@ def test_id_lists_of_every_length_take_a_few_statement_texts(store_dir: Path) ->
                 assert list(got.values()) == sorted(picked, key=lambda t: t.id)
                 vectors = store.turn_vectors(picked, mem.embedder.dim)
                 assert sorted(vectors) == sorted(t.id for t in picked)
+                store._df_exact.clear()  # every token counted, not only the newest one
                 df, _ = store.document_frequencies("t", tokens[:n])
                 assert df == {t: want_df[t] for t in tokens[:n]}
         for table in ("FROM turns WHERE", "FROM vectors WHERE", "turns_vocab"):

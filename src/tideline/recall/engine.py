@@ -144,9 +144,14 @@ class RecallEngine:
         forms: dict[str, dict[str, tuple[str, ...]]] = {}
         for space in spaces:
             seen = self._terms.analyse(space, query, terms)
-            # An empty table (no memories in a store of imported turns) is not searched.
+            # An empty table (no memories in a store of imported turns) is not searched:
+            # neither its full text nor its vectors, nor the clusters of its rows.
             weights[space], forms[space] = seen.weights, seen.forms
             expressions[space] = None if seen.empty else seen.queries
+            if seen.empty:
+                vec[space] = Later(dict, None)
+                if space == "m":
+                    routed = None
         now = time.time()
 
         cands: dict[tuple[str, int], Candidate] = {}

@@ -140,6 +140,7 @@ class SQLiteStore(NamespaceRows):
     ) -> None:
         self.db = Database(directory, busy_timeout_ms=busy_timeout_ms, retries=retries)
         self._df_caches: dict[str, tuple[int, float, dict[str, int]]] = {}
+        self._df_exact: dict[str, tuple[tuple[Any, ...], dict[str, int]]] = {}
         self.directory = directory
         self.namespace = namespace
         self.marker = marker
@@ -444,7 +445,9 @@ class SQLiteStore(NamespaceRows):
             cache = self._df_cache_for(kind, total)
             if total == 0:  # no row was ever stored: nothing holds any token
                 return dict.fromkeys(tokens, 0), 0
-            wanted = [t for t in dict.fromkeys(tokens) if t not in cache]
+            exact = self._df_exact_for(c, kind, (total, shared))
+            wanted = [t for t in dict.fromkeys(tokens) if t not in cache
+                      and (exact is None or t not in exact)]
             counted: dict[str, int] = {}
             if shared:
                 words = f"{table}_fts"
@@ -466,11 +469,39 @@ class SQLiteStore(NamespaceRows):
             for token in dict.fromkeys(tokens):
                 hit = cache.get(token)
                 if hit is None:
-                    hit = counted.get(token, 0)
+                    known = exact.get(token) if exact is not None else None
+                    hit = counted.get(token, 0) if known is None else known
+                    if known is None and exact is not None and len(exact) < DF_CACHE_SIZE:
+                        exact[token] = hit
                     if hit >= DF_CACHE_MIN and len(cache) < DF_CACHE_SIZE:
                         cache[token] = hit
                 out[token] = hit
         return out, total
+
+    def _df_exact_for(self, c: sqlite3.Connection, kind: str,
+                      key: tuple[Any, ...]) -> dict[str, int] | None:
+        """The exact document-frequency cache of one table's word index as it is now
+        (None inside a transaction, where pending changes may not show in the records).
+
+        Counting a token walks its whole posting list (a name held by most turns costs
+        as much as the rest of the query's tokens together), and the queries of one
+        conversation ask the same names again and again. FTS5 rewrites its structure
+        record (``id = 10`` of the ``_data`` table: the segments and a counter of every
+        segment written) at each change of the index, and its averages record
+        (``id = 1``: rows and tokens) with it; with the table's highest row id they key
+        the cache, so a count is kept exactly as long as the index it was counted in,
+        whichever connection or process changed it.
+        """
+        if c.in_transaction:
+            return None
+        data = "memories_fts_data" if kind == "m" else "turns_fts_data"
+        state = (*key, *(block for _, block in c.execute(
+            f"SELECT id, block FROM {data} WHERE id IN (1, 10) ORDER BY id").fetchall()))  # noqa: S608
+        found = self._df_exact.get(kind)
+        if found is None or found[0] != state:
+            found = (state, {})
+            self._df_exact[kind] = found
+        return found[1]
 
     # -- turns ----------------------------------------------------------------------------
 
@@ -555,14 +586,15 @@ class SQLiteStore(NamespaceRows):
 
     def turn_vectors(self, turns: Sequence[Turn], dim: int) -> dict[int, np.ndarray]:
         """Stored vectors of the given turns (looked up in each one's scope space)."""
-        by_space: dict[str, list[int]] = {}
+        # A recall asks for a hundred turns or more, nearly all of one scope: the space
+        # name is made once per scope, not once per turn.
+        by_scope: dict[str, list[int]] = {}
         for t in turns:
-            by_space.setdefault(self.space("t", t.scope), []).append(t.id)
+            by_scope.setdefault(t.scope, []).append(t.id)
         out: dict[int, np.ndarray] = {}
-        for space, keys in by_space.items():
-            found, matrix = SpaceSource(self.db, space, dim).vectors_for(keys)
-            for k, v in zip(found.tolist(), matrix, strict=True):
-                out[int(k)] = v
+        for scope, keys in by_scope.items():
+            found, matrix = SpaceSource(self.db, self.space("t", scope), dim).vectors_for(keys)
+            out.update(zip(found.tolist(), matrix, strict=True))
         return out
 
     # -- archive ------------------------------------------------------------------------
