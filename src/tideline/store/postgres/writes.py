@@ -14,7 +14,8 @@ read of its own before the embedding. In the transaction the key's re-check and 
 potentiation target's row lock go together (``PostgresStore.commit_reads``): a gated
 write inside a caller's transaction is 7 statements and waits for the server 4 times
 (see :mod:`~tideline.store.postgres.connection` for BEGIN and COMMIT); outside one
-(every ``remember``) it is 3 statements and 3 waits, 2 for a new memory (below).
+(every ``remember``) it is 2 statements and 2 waits: the gate's search, which also
+returns the potentiation target's row and digest, and the write (below).
 
 A vector parameter (:class:`~tideline.store.postgres.connection.VectorParam`) goes in
 pgvector's binary form — a 16-bit dimension count, 16 unused bits, big-endian float32s

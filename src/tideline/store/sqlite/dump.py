@@ -35,7 +35,7 @@ __all__ = ["DERIVED_TABLES", "IMPORT_META_PREFIX", "SQLiteLoader", "SQLiteSnapsh
            "snapshot"]
 
 # Rebuilt from the rows (or internal to one process), never archived.
-DERIVED_TABLES = frozenset({"vector_log", "vectors_staging", "sqlite_sequence",
+DERIVED_TABLES = frozenset({"vector_log", "vector_counts", "vectors_staging", "sqlite_sequence",
                             "memories_fts", "memories_tri", "turns_fts", "turns_tri"})
 
 

@@ -100,12 +100,12 @@ class SpaceSource:
             yield self._pack([int(r[0]) for r in rows], [r[1] for r in rows])
 
     def vector_count(self) -> int:
-        """How many vectors the space holds."""
+        """How many vectors the space holds (kept by triggers, schema 7)."""
         with self.db.read() as c:
             row = c.execute(
-                "SELECT count(*) FROM vectors WHERE space = ?", (self.space,)
+                "SELECT n FROM vector_counts WHERE space = ?", (self.space,)
             ).fetchone()
-        return int(row[0])
+        return int(row[0]) if row else 0
 
     def _pack(self, keys: list[int], blobs: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
         if not keys:
