@@ -422,7 +422,6 @@ def ensure_vector_index(db: Conn, dim: int) -> None:
         )
 
 
-# The append-only migrations, applied in order on open.
 def _m007_vector_counts(db: Conn) -> None:
     """Nothing here: schema 7 keeps a SQLite file's vector count per space by triggers,
     for its hosts' local vector indexes. PostgreSQL searches its own index on the
@@ -431,6 +430,7 @@ def _m007_vector_counts(db: Conn) -> None:
     del db
 
 
+# The append-only migrations, applied in order on open.
 MIGRATIONS: list[Callable[[Conn], None]] = [
     _m001_core, _m002_cognition, _m003_sleep, _m004_turn_identity, _m005_one_vector,
     _m006_lexical_namespace, _m007_vector_counts,
