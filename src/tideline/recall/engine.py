@@ -368,7 +368,7 @@ class RecallEngine:
         question discount: a neighbour that only asks back ("What got you into it?")
         holds no more answer than any other question turn. The best ``across_hits``
         hits are read two places wide in the same statement, and carry across the other
-        speaker's question (:meth:`_carry_across`). Returns the turns read around the hits.
+        speaker's question (:mod:`tideline.recall.across`). Returns the turns read around the hits.
         """
         tune = self.config.recall
         # The first few hits are also read two places wide, for the carry across a
@@ -390,44 +390,32 @@ class RecallEngine:
             score = min(cand.score / max(cand.asked, 1e-6) * tune.neighbour_factor, cand.score)
             for offset in (-1, 1):
                 n = by_place.get((hit.scope, hit.session, hit.turn_index + offset))
-                if n is None:
-                    continue
-                known = cands.get(("turn", n.id))
-                if known is None:
-                    asked = self._asked(n.text)
-                    turns[n.id] = n
-                    vec = sims.get(n.id)
-                    cands[("turn", n.id)] = Candidate(
-                        "turn", n.id, "graph",
-                        similarity=float(vec @ qv) if vec is not None else 0.0,
-                        score=score * asked, asked=asked)
-                elif known.score < score * known.asked:
-                    known.score = score * known.asked
-        self._carry_across(qv, cands, turns, by_place, sims, strong)
+                if n is not None:
+                    self._lift_turn(qv, cands, turns, sims, n, score)
+        carried = across.carried_scores(strong, by_place, tune.across_question)
+        if carried:
+            by_id = {t.id: t for t in by_place.values()}
+            for tid, value in carried.items():
+                self._lift_turn(qv, cands, turns, sims, by_id[tid], value)
         return around
 
-    def _carry_across(
+    def _lift_turn(
         self, qv: np.ndarray, cands: dict[tuple[str, int], Candidate], turns: dict[int, Turn],
-        by_place: dict[tuple[str, str, int], Turn], sims: dict[int, np.ndarray],
-        hits: list[tuple[Turn, float]],
+        sims: dict[int, np.ndarray], t: Turn, score: float,
     ) -> None:
-        """Carry a share of the best hits' scores to their speakers' turns across the
-        other speaker's question (:mod:`tideline.recall.across`); a turn not yet a
-        candidate comes in as a ``graph`` item, like a neighbour."""
-        carried = across.carried_scores(hits, by_place, self.config.recall.across_question)
-        by_id = {t.id: t for t in by_place.values()}
-        for tid, value in carried.items():
-            known = cands.get(("turn", tid))
-            if known is None:
-                t = by_id[tid]
-                asked = self._asked(t.text)
-                turns[tid] = t
-                vec = sims.get(tid)
-                cands[("turn", tid)] = Candidate(
-                    "turn", tid, "graph", similarity=float(vec @ qv) if vec is not None else 0.0,
-                    score=value * asked, asked=asked)
-            elif known.score < value * known.asked:
-                known.score = value * known.asked
+        """Raise turn ``t`` to ``score`` times its own question discount (the neighbour
+        rule, the carry across a question); a turn not yet a candidate comes in as a
+        ``graph`` item, its similarity read from ``sims``."""
+        known = cands.get(("turn", t.id))
+        if known is None:
+            asked = self._asked(t.text)
+            turns[t.id] = t
+            vec = sims.get(t.id)
+            cands[("turn", t.id)] = Candidate(
+                "turn", t.id, "graph", similarity=float(vec @ qv) if vec is not None else 0.0,
+                score=score * asked, asked=asked)
+        elif known.score < score * known.asked:
+            known.score = score * known.asked
 
     def _asked(self, text: str) -> float:
         """The question discount's factor of a turn (1 for a turn that only tells)."""
