@@ -292,3 +292,41 @@ def test_an_archive_of_schema_5_imports_with_each_rows_namespace(pg_url: str,
             assert work.store.document_frequencies("m", ["kiln"])[0] == {"kiln": 2}
             assert work.store.document_frequencies("t", ["kiln"])[0] == {"kiln": 1}
             assert work.recall("work kiln", log=False).items
+
+
+@settings(max_examples=6, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(a_texts=texts_of, b_texts=texts_of)
+def test_a_namespace_holding_most_rows_searches_past_the_namespace_key(
+        pg_server: Any, tmp_path: Path, a_texts: list[str], b_texts: list[str]) -> None:
+    """When the planner's statistics give namespace A most of a lexical table's rows,
+    A's searches test each match's namespace instead of walking A's posting list in the
+    GIN scan (21 ms a search at 1M rows); the answers are the same as in a database of
+    its own, and B's (the small namespace, searched through the index key) too."""
+    # New databases per example: the shares are of everything a database holds.
+    solo_url, shared_url = fresh_database(pg_server), fresh_database(pg_server)
+    a, b = f"a{next(_names)}", f"b{next(_names)}"
+    many = a_texts + [f"filler {t}" for t in a_texts] * 20
+    solo = open_postgres(solo_url, tmp_path / f"{a}-solo", a, MARKER)
+    solo_b = open_postgres(solo_url, tmp_path / f"{b}-solo", b, MARKER)
+    shared_a = open_postgres(shared_url, tmp_path / f"{a}-shared", a, MARKER)
+    shared_b = open_postgres(shared_url, tmp_path / f"{b}-shared", b, MARKER)
+    try:
+        ids_solo = _write(solo, many)
+        ids_shared = _write(shared_a, many)
+        ids_b = _write(shared_b, b_texts)
+        with psycopg.connect(shared_url, autocommit=True) as conn:
+            conn.execute("ANALYZE memories_lex")
+            conn.execute("ANALYZE turns_lex")
+        for kind in ("m", "t"):
+            for store, most in ((shared_a, True), (shared_b, False)):
+                store.document_frequencies(kind, ["kiln"])  # reads the share
+                alone, share = store._alone(kind)
+                assert not alone and (share > 0.5) == most, (kind, most, share)
+        assert _view(shared_a, ids_shared) == _view(solo, ids_solo)
+        # B in the first database alone (where A now holds many rows: the index key).
+        solo_ids_b = _write(solo_b, b_texts)
+        assert _view(shared_b, ids_b) == _view(solo_b, solo_ids_b)
+    finally:
+        for store in (solo, solo_b, shared_a, shared_b):
+            store.close()

@@ -87,6 +87,15 @@ class VectorSpaces:
                 sizes[self.store.space(kind, scope)] = len(idx)
         return sizes
 
+    def warm(self) -> dict[str, int]:
+        """Open and sync every space's index (a new host's first search would build or
+        load it); returns the vectors per space."""
+        sizes: dict[str, int] = {}
+        for scope in self.store.scopes():
+            for kind in ("m", "t"):
+                sizes[self.store.space(kind, scope)] = len(self.index(kind, scope))
+        return sizes
+
     def close(self) -> None:
         """Persist what changed and drop the in-memory indexes."""
         with self._lock:

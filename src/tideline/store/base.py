@@ -340,6 +340,11 @@ class VectorSearch(Protocol):
     def rebuild_all(self) -> dict[str, int]:
         """Rebuild every index from the stored vectors; returns the size per space."""
 
+    def warm(self) -> dict[str, int]:
+        """Bring what a search reads into memory before the first search needs it;
+        returns what was loaded (vectors per space on SQLite, index pages on
+        PostgreSQL)."""
+
     def close(self) -> None:
         """Persist what is derived and release it."""
 

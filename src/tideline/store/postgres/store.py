@@ -62,6 +62,16 @@ _KEY_READ = ("SELECT memory_id, decision, similarity, nearest FROM write_keys "
              "WHERE namespace = ? AND key = ? AND created_at >= ?")
 # How long a pending-vector flag read by a write answers vectors_pending (seconds).
 _HINT_SECONDS = 1.0
+#: A namespace holding at least this share of a lexical table's rows is tested on each
+#: match instead of in the GIN index scan (see ``_alone``).
+_NAMESPACE_SHARE = 0.5
+#: The share of ``{table}``'s rows whose namespace is the parameter, from the planner's
+#: statistics (NULL before the table was analysed or when the namespace is not among
+#: its most common values).
+_SHARE_SQL = ("SELECT f.freq FROM pg_stats s CROSS JOIN LATERAL unnest("
+              "s.most_common_vals::text::text[], s.most_common_freqs) AS f(val, freq) "
+              "WHERE s.schemaname = ANY(current_schemas(false)) AND s.tablename = '{table}' "
+              "AND s.attname = 'namespace' AND f.val = ? LIMIT 1")
 #: The sleep-state key cluster routing reads on every recall (see ``state_seen``).
 _CLUSTERS_VERSION = "clusters.version"
 # A row's namespace never changes, so a conflict (a re-index) rewrites only the text.
@@ -111,7 +121,7 @@ class PostgresStore(TurnRows, NamespaceRows):
         self.db = Database(url, directory, retries=retries, lock_timeout_ms=lock_timeout_ms,
                            pool_size=pool_size)
         self._df_caches: dict[str, tuple[int, float, dict[str, int]]] = {}
-        self._alone_seen: dict[str, tuple[float, bool]] = {}  # see _alone
+        self._alone_seen: dict[str, tuple[float, bool, float]] = {}  # see _alone
         self._hints = threading.local()
         self._seen: dict[str, tuple[float, str | None]] = {}
         self._seen_lock = threading.Lock()
@@ -540,7 +550,9 @@ class PostgresStore(TurnRows, NamespaceRows):
         The namespace is a column of the lexical tables and the first column of their
         GIN indexes, so the index scan itself reads only this namespace's postings (or,
         when the table holds no other namespace's rows, see :meth:`_alone`, the index
-        without it): the matches are those of this namespace alone, ranked there (their number is
+        without it; when the namespace holds most of the table's rows, the index without
+        it and the namespace tested on each match): the matches are those of this
+        namespace alone, ranked there (their number is
         bounded by the engine's posting budget), and only then each is looked up by
         primary key, best first, until ``limit`` pass the scope and other filters. The
         ``LIMIT 1`` keeps the lookup a nested-loop probe: joined plainly, the planner
@@ -548,7 +560,15 @@ class PostgresStore(TurnRows, NamespaceRows):
         search.
         """
         score, score_args, cond, cond_args = self._match(search)
-        mine, ns = ("", []) if self._alone(lex[0]) else ("l.namespace = ? AND ", [self.namespace])
+        alone, share = self._alone(lex[0])
+        if alone:
+            mine, ns = "", []
+        elif share >= _NAMESPACE_SHARE:
+            # Kept out of the index scan (an expression the index does not hold): the
+            # row is read anyway for its rank, and then tested.
+            mine, ns = "l.namespace || '' = ? AND ", [self.namespace]
+        else:
+            mine, ns = "l.namespace = ? AND ", [self.namespace]
         sql = (f"SELECT h.id, h.r FROM (SELECT l.id, {score} AS r FROM {lex} l "  # noqa: S608
                f"WHERE {mine}{cond} ORDER BY r DESC, l.id DESC) AS h CROSS JOIN LATERAL "
                f"(SELECT 1 FROM {rows} x WHERE x.id = h.id AND {' AND '.join(where)} "
@@ -640,10 +660,11 @@ class PostgresStore(TurnRows, NamespaceRows):
         token at 100k rows). The statement also reports that, for :meth:`_alone`.
         """
         lex = "memories_lex" if kind == "m" else "turns_lex"
-        sql = (f"SELECT top.n, c.token, c.hits, top.cv, top.alone FROM (SELECT "  # noqa: S608
+        sql = (f"SELECT top.n, c.token, c.hits, top.cv, top.alone, top.share FROM (SELECT "  # noqa: S608
                f"coalesce(max(id), 0) AS n, (SELECT value FROM sleep_state WHERE namespace = "
                f"? AND key = '{_CLUSTERS_VERSION}') AS cv, coalesce((SELECT min(namespace) "
-               f"FROM {lex}) = ? AND (SELECT max(namespace) FROM {lex}) = ?, false) AS alone "
+               f"FROM {lex}) = ? AND (SELECT max(namespace) FROM {lex}) = ?, false) AS alone, "
+               f"({_SHARE_SQL.format(table=lex)}) AS share "
                f"FROM {lex} WHERE namespace = ?) AS top LEFT JOIN LATERAL (SELECT q.token, "
                f"CASE WHEN top.alone THEN (SELECT count(*) FROM {lex} WHERE words @@ "
                f"q.lexeme::tsquery) ELSE (SELECT count(*) FROM {lex} WHERE namespace = ? AND "
@@ -652,21 +673,30 @@ class PostgresStore(TurnRows, NamespaceRows):
         ns = self.namespace
         sent = time.monotonic()
         with self.db.read() as c:
-            rows = c.execute(sql, (ns, ns, ns, ns, ns, list(queries),
+            rows = c.execute(sql, (ns, ns, ns, ns, ns, ns, list(queries),
                                    list(queries.values()))).fetchall()
         if rows:
             self._saw(_CLUSTERS_VERSION, sent, None if rows[0][3] is None else str(rows[0][3]))
-            self._alone_seen[kind] = (sent, bool(rows[0][4]))
+            self._alone_seen[kind] = (sent, bool(rows[0][4]), float(rows[0][5] or 0.0))
         total = int(rows[0][0]) if rows else 0
         return total, {str(r[1]): int(r[2]) for r in rows if r[1] is not None}
 
-    def _alone(self, kind: str) -> bool:
+    def _alone(self, kind: str) -> tuple[bool, float]:
         """Whether a statement of the last second found this namespace alone in the
         lexical table of ``kind`` (every recall counts its tokens right before it
-        searches). A search then scans the GIN index without the namespace: the same
-        rows, since the probe of each match keeps this namespace's only."""
-        sent, alone = self._alone_seen.get(kind, (-math.inf, False))
-        return alone and time.monotonic() - sent < _HINT_SECONDS
+        searches), and the share of the table's rows the planner's statistics give it
+        (0: not known). Alone, a search scans the GIN index without the namespace: the
+        same rows, since the probe of each match keeps this namespace's only.
+
+        With the namespace in the index condition, the GIN scan walks the namespace's
+        whole posting list to intersect it with the words': at 1M rows 340 pages and
+        about 21 ms a search, whatever the words (docs/benchmarks.md). Where the
+        namespace holds most of the rows (:data:`_NAMESPACE_SHARE`), testing each
+        match's namespace costs less."""
+        sent, alone, share = self._alone_seen.get(kind, (-math.inf, False, 0.0))
+        if time.monotonic() - sent >= _HINT_SECONDS:
+            return False, 0.0
+        return alone, share
 
     def _saw(self, key: str, sent: float, value: str | None) -> None:
         with self._seen_lock:
