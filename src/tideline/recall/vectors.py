@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -76,25 +76,25 @@ class VectorSpaces:
             idx = self._indexes.get(self.store.space(kind, scope))
         return (idx if idx is not None else self.index(kind, scope)).centroid()
 
+    def _every(self) -> Iterator[tuple[str, str, VectorIndex]]:
+        """``(kind, scope, index)`` of every space, each opened and synced."""
+        for scope in self.store.scopes():
+            for kind in ("m", "t"):
+                yield kind, scope, self.index(kind, scope)
+
     def rebuild_all(self) -> dict[str, int]:
         """Rebuild every space's index from the database; returns sizes by space."""
         sizes: dict[str, int] = {}
-        for scope in self.store.scopes():
-            for kind in ("m", "t"):
-                idx = self.index(kind, scope)
-                idx.rebuild(self.store.source(kind, scope, self.dim))
-                idx.save()
-                sizes[self.store.space(kind, scope)] = len(idx)
+        for kind, scope, idx in self._every():
+            idx.rebuild(self.store.source(kind, scope, self.dim))
+            idx.save()
+            sizes[self.store.space(kind, scope)] = len(idx)
         return sizes
 
     def warm(self) -> dict[str, int]:
         """Open and sync every space's index (a new host's first search would build or
         load it); returns the vectors per space."""
-        sizes: dict[str, int] = {}
-        for scope in self.store.scopes():
-            for kind in ("m", "t"):
-                sizes[self.store.space(kind, scope)] = len(self.index(kind, scope))
-        return sizes
+        return {self.store.space(kind, scope): len(idx) for kind, scope, idx in self._every()}
 
     def close(self) -> None:
         """Persist what changed and drop the in-memory indexes."""
