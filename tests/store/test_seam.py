@@ -4,6 +4,7 @@ writer, portable SQL in the shared views, and no database handle outside ``store
 from __future__ import annotations
 
 import ast
+import sys
 import time
 from pathlib import Path
 
@@ -56,24 +57,23 @@ def test_open_store_builds_the_sqlite_store_by_default(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("url", ["postgresql://u@localhost/db", "postgres://localhost/x"])
 def test_a_postgresql_url_without_the_backend_is_backend_unavailable(
-    tmp_path: Path, url: str,
+    tmp_path: Path, url: str, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Without store/postgres (or psycopg) a URL is refused with a typed error, and the
-    store directory stays untouched."""
+    """Without store/postgres (or psycopg) a URL is refused with a typed error naming the
+    extra, and the store directory stays untouched. The backend is made unimportable here
+    (a None entry in sys.modules), so the refusal is checked where it is installed too."""
+    import tideline.store
+
     assert backend_of(url) == "postgresql"
-    try:
-        import tideline.store.postgres  # noqa: F401
-    except ImportError:
-        with pytest.raises(BackendUnavailable, match="postgres"):
-            open_store(tmp_path / "s", "default", "hashing:x/8", database=url)
-        with pytest.raises(BackendUnavailable):
-            peek_meta(tmp_path / "s", "embedder", database=url)
-        with pytest.raises(BackendUnavailable):
-            peek_gate(tmp_path / "s", "default", database=url)
-        assert not (tmp_path / "s").exists()
-    else:
-        # The PostgreSQL helper's package is there: the URL is routed to it.
-        assert backend_of(url) == "postgresql"
+    monkeypatch.setitem(sys.modules, "tideline.store.postgres", None)
+    monkeypatch.delattr(tideline.store, "postgres", raising=False)
+    with pytest.raises(BackendUnavailable, match=r"tideline-memory\[postgres\]"):
+        open_store(tmp_path / "s", "default", "hashing:x/8", database=url)
+    with pytest.raises(BackendUnavailable, match="postgres extra"):
+        peek_meta(tmp_path / "s", "embedder", database=url)
+    with pytest.raises(BackendUnavailable, match="postgres extra"):
+        peek_gate(tmp_path / "s", "default", database=url)
+    assert not (tmp_path / "s").exists()
 
 
 @pytest.mark.parametrize("url", ["mysql://localhost/x", "sqlite:///tmp/x", "nope"])

@@ -9,6 +9,7 @@ what each consumer needs from a backend; both backends implement them.
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 from tideline.errors import BackendUnavailable
@@ -41,6 +42,15 @@ def backend_of(database: str | None) -> str:
         "postgresql://…; without one the store directory holds a SQLite store")
 
 
+def _postgres() -> ModuleType:
+    """The PostgreSQL backend, imported on first use (it needs the driver)."""
+    try:
+        from tideline.store import postgres
+    except ImportError as exc:
+        raise BackendUnavailable(_POSTGRES_EXTRA.format(exc)) from exc
+    return postgres
+
+
 def peek_meta(directory: Path, key: str, *, database: str | None = None) -> str | None:
     """One ``db_meta`` value of a store without opening it for writing (None when there is
     no store yet, or it cannot be read): light, no migration, no numpy.
@@ -49,11 +59,7 @@ def peek_meta(directory: Path, key: str, *, database: str | None = None) -> str 
         BackendUnavailable: the URL names a backend this installation lacks.
     """
     if backend_of(database) == "postgresql":
-        try:
-            from tideline.store import postgres
-        except ImportError as exc:
-            raise BackendUnavailable(_POSTGRES_EXTRA.format(exc)) from exc
-        value: str | None = postgres.peek_database_meta(str(database), key)
+        value: str | None = _postgres().peek_database_meta(str(database), key)
         return value
     from tideline.store.sqlite.connection import peek_meta as sqlite_peek
 
@@ -69,11 +75,7 @@ def peek_gate(directory: Path, namespace: str, *,
         BackendUnavailable: the URL names a backend this installation lacks.
     """
     if backend_of(database) == "postgresql":
-        try:
-            from tideline.store import postgres
-        except ImportError as exc:
-            raise BackendUnavailable(_POSTGRES_EXTRA.format(exc)) from exc
-        view: GateView | None = postgres.peek_database_gate(str(database), namespace)
+        view: GateView | None = _postgres().peek_database_gate(str(database), namespace)
         return view
     from tideline.store.sqlite.gate import peek_gate as sqlite_peek
 
@@ -108,13 +110,10 @@ def open_store(
         StoreError: the database cannot be opened (busy, corrupt, too new).
     """
     if backend_of(database) == "postgresql":
-        try:
-            from tideline.store import postgres
-        except ImportError as exc:
-            raise BackendUnavailable(_POSTGRES_EXTRA.format(exc)) from exc
-        return postgres.open_postgres(
+        store: Store = _postgres().open_postgres(
             str(database), directory, namespace, marker, retries=retries,
             lock_timeout_ms=busy_timeout_ms, check_marker=check_marker, pool_size=pool_size)
+        return store
     from tideline.store.sqlite.store import SQLiteStore
 
     return SQLiteStore(directory, namespace, marker, busy_timeout_ms=busy_timeout_ms,
