@@ -142,8 +142,10 @@ def openmp_thread_setter(maps: Path = _MAPS) -> Callable[[int], None] | None:
         lines = maps.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    for line in lines:
-        path = line.split(maxsplit=5)[5] if len(line.split(maxsplit=5)) == 6 else ""
+    # a mapped file is the sixth field; each library is mapped in several segments
+    paths = dict.fromkeys(fields[5] for fields in (line.split(maxsplit=5) for line in lines)
+                          if len(fields) == 6)
+    for path in paths:
         if any(Path(path).name.startswith(lib) for lib in _OPENMP_LIBS):
             try:
                 fn = ctypes.CDLL(path).omp_set_num_threads
