@@ -314,6 +314,8 @@ def test_id_lists_of_every_length_take_a_few_statement_texts(store_dir: Path) ->
         with sqlite_statement_texts(mem) as texts:
             for n in range(1, len(every) + 1):
                 picked = every[-n:]  # newest first in id order: the last ids
+                store._turn_rows.clear()  # every id read, not only the one not read before
+                store._turn_vecs.clear()
                 got = store.get_turns(t.id for t in reversed(picked))
                 assert list(got) == sorted(t.id for t in picked)
                 assert list(got.values()) == sorted(picked, key=lambda t: t.id)

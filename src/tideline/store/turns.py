@@ -8,12 +8,20 @@ lookup and the neighbour query.
 
 from __future__ import annotations
 
+import functools
 from abc import abstractmethod
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from tideline.models import Turn
-from tideline.store.rows import TURN_COLUMNS, BackendRows, mark_pending, turn_from_row
+from tideline.store.rowcache import TURN_ROWS, RowCache
+from tideline.store.rows import (
+    TURN_COLUMNS,
+    BackendRows,
+    mark_pending,
+    turn_from_row,
+    turn_windows,
+)
 from tideline.store.view import padded, placeholders
 
 if TYPE_CHECKING:
@@ -98,22 +106,79 @@ class TurnRows(BackendRows):
             ).fetchone()
         return 0 if row[0] is None else int(row[0]) + 1
 
+    @abstractmethod
+    def _window_rows(self, windows: Sequence[tuple[str, int, int]]) -> list[Turn]:
+        """The turns at the places (session, first index, last index) of ``windows``
+        (each turn once)."""
+
+    # A turn row never changes once stored (raw turns are only ever inserted, and keep
+    # their session and place), so a long-lived process reads each one once: by id, and
+    # by place for the neighbour windows.
+
+    @functools.cached_property
+    def _turn_rows(self) -> RowCache[int, Turn]:
+        return RowCache(TURN_ROWS)
+
+    @functools.cached_property
+    def _turn_places(self) -> RowCache[tuple[str, int], int]:
+        return RowCache(TURN_ROWS)
+
+    def _keep_turns(self, turns: Sequence[Turn]) -> None:
+        self._turn_rows.put((t.id, t) for t in turns)
+        self._turn_places.put(((t.session, t.turn_index), t.id) for t in turns)
+
     def get_turns(self, ids: Iterable[int]) -> dict[int, Turn]:
-        """Turns by internal id."""
-        wanted = list(dict.fromkeys(int(i) for i in ids))
+        """Turns by internal id, in the order of their ids."""
+        out, wanted = self._turn_rows.take(dict.fromkeys(int(i) for i in ids))
+        if wanted:
+            read: list[Turn] = []
+            with self.db.read() as c:
+                for start in range(0, len(wanted), self._chunk):
+                    chunk = padded(wanted[start:start + self._chunk], self._chunk)
+                    rows = c.execute(
+                        f"SELECT {TURN_COLUMNS} FROM turns WHERE {self._no_index}namespace = ? "
+                        f"AND id IN ({placeholders(len(chunk))})",
+                        (self.namespace, *chunk),
+                    ).fetchall()
+                    read.extend(map(turn_from_row, rows))
+            self._keep_turns(read)
+            out.update((t.id, t) for t in read)
+        return {tid: out[tid] for tid in sorted(out)}
+
+    def neighbour_turns(self, hits: Sequence[Turn],
+                        radius: int | Sequence[int] = 1) -> list[Turn]:
+        """The turns within ``radius`` places of each hit in its own session (hits
+        included; one radius for every hit, or one per hit), in the order of their ids.
+
+        A window whose every place holds a turn read before is answered from memory; the
+        rest are read (a place past a session's last turn may be filled later, so only
+        places known to hold a turn are trusted)."""
+        if not hits:
+            return []
         out: dict[int, Turn] = {}
-        with self.db.read() as c:
-            for start in range(0, len(wanted), self._chunk):
-                chunk = padded(wanted[start:start + self._chunk], self._chunk)
-                rows = c.execute(
-                    f"SELECT {TURN_COLUMNS} FROM turns WHERE {self._no_index}namespace = ? "
-                    f"AND id IN ({placeholders(len(chunk))})",
-                    (self.namespace, *chunk),
-                ).fetchall()
-                for row in rows:
-                    t = turn_from_row(row)
-                    out[t.id] = t
-        return out
+        unknown: list[tuple[str, int, int]] = []
+        for window in turn_windows(hits, radius):
+            found = self._known_window(window)
+            if found is None:
+                unknown.append(window)
+            else:
+                out.update((t.id, t) for t in found)
+        if unknown:
+            read = self._window_rows(unknown)
+            self._keep_turns(read)
+            out.update((t.id, t) for t in read)
+        return [out[tid] for tid in sorted(out)]
+
+    def _known_window(self, window: tuple[str, int, int]) -> list[Turn] | None:
+        """The turns of a window if every one of its places is known to hold one (a
+        session's places start at 0), else None."""
+        session, first, last = window
+        places, unknown = self._turn_places.take(
+            (session, i) for i in range(max(first, 0), last + 1))
+        if unknown:
+            return None
+        turns, missing = self._turn_rows.take(places.values())
+        return None if missing else list(turns.values())
 
     def speakers_since(self, after_id: int) -> tuple[int, list[tuple[str, str]]]:
         """The newest turn id and the distinct (scope, speaker) pairs of turns after

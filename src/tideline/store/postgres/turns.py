@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from tideline.models import Turn
 from tideline.store.postgres.connection import LOCK_SESSION, Conn
 from tideline.store.rows import TURN_COLUMNS as _TURN_COLUMNS
-from tideline.store.rows import turn_from_row, turn_windows
+from tideline.store.rows import turn_from_row
 
 if TYPE_CHECKING:
     from tideline.store.postgres.connection import Database
@@ -48,13 +48,8 @@ class TurnRows:
         session queue, so its next place stays free until the insert commits."""
         c.lock(LOCK_SESSION, self.namespace, session)
 
-    def neighbour_turns(self, hits: Sequence[Turn],
-                        radius: int | Sequence[int] = 1) -> list[Turn]:
-        """The turns within ``radius`` places of each hit in its own session (hits
-        included; one radius for every hit, or one per hit)."""
-        if not hits:
-            return []
-        windows = turn_windows(hits, radius)
+    def _window_rows(self, windows: Sequence[tuple[str, int, int]]) -> list[Turn]:
+        """The turns at the places of ``windows`` (see :meth:`TurnRows.neighbour_turns`)."""
         args = ([w[0] for w in windows], [w[1] for w in windows], [w[2] for w in windows],
                 self.namespace)
         cols = ", ".join(f"t.{c.strip()}" for c in _TURN_COLUMNS.split(","))

@@ -20,6 +20,7 @@ import numpy as np
 
 from tideline.models import LexicalQuery, MemoryRecord, Turn
 from tideline.store.namespace import DF_CACHE_MIN, DF_CACHE_SIZE, NamespaceRows
+from tideline.store.rowcache import TURN_VECTORS, RowCache
 from tideline.store.rows import (
     MEMORY_COLUMNS,
     TURN_COLUMNS,
@@ -27,7 +28,6 @@ from tideline.store.rows import (
     memory_index_text,
     turn_from_row,
     turn_index_text,
-    turn_windows,
 )
 from tideline.store.sqlite import fts
 from tideline.store.sqlite.connection import Database
@@ -42,6 +42,9 @@ __all__ = ["SQLiteStore", "SpaceSource"]
 
 #: Tokens counted per vocabulary statement (well under SQLite's bound parameters).
 _VOCAB_CHUNK = 500
+#: Most vector-log entries replayed to keep the turn-vector cache; past it, the cache
+#: starts over (a bulk import or a reembed changed most vectors anyway).
+_VECTOR_LOG_READ = 5_000
 
 
 class SpaceSource:
@@ -140,6 +143,8 @@ class SQLiteStore(NamespaceRows):
     ) -> None:
         self.db = Database(directory, busy_timeout_ms=busy_timeout_ms, retries=retries)
         self._df_caches: dict[str, tuple[int, float, dict[str, int]]] = {}
+        self._turn_vecs: RowCache[tuple[str, int], np.ndarray] = RowCache(TURN_VECTORS)
+        self._turn_vecs_seq = 0
         self._df_exact: dict[str, tuple[tuple[Any, ...], dict[str, int]]] = {}
         self.directory = directory
         self.namespace = namespace
@@ -522,18 +527,14 @@ class SQLiteStore(NamespaceRows):
         """Nothing to take: the write transaction (``BEGIN IMMEDIATE``) is the only
         writer, so the session's next place stays free until it commits."""
 
-    def neighbour_turns(self, hits: Sequence[Turn],
-                        radius: int | Sequence[int] = 1) -> list[Turn]:
-        """The turns within ``radius`` places of each hit in its own session (hits
-        included; one radius for every hit, or one per hit)."""
-        if not hits:
-            return []
+    def _window_rows(self, windows: Sequence[tuple[str, int, int]]) -> list[Turn]:
+        """The turns at the places of ``windows`` (see :meth:`TurnRows.neighbour_turns`)."""
         # A join on the windows, so each one is an index range of its session (an OR of
         # them made SQLite scan every turn of the namespace).
-        windows = ", ".join(["(?, ?, ?)"] * len(hits))
-        args: list[Any] = [v for w in turn_windows(hits, radius) for v in w]
+        values = ", ".join(["(?, ?, ?)"] * len(windows))
+        args: list[Any] = [v for w in windows for v in w]
         cols = ", ".join(f"t.{c.strip()}" for c in TURN_COLUMNS.split(","))
-        sql = (f"SELECT DISTINCT {cols} FROM (VALUES {windows}) AS w JOIN turns t "
+        sql = (f"SELECT DISTINCT {cols} FROM (VALUES {values}) AS w JOIN turns t "
                "ON t.namespace = ? AND t.session = w.column1 "
                "AND t.turn_index BETWEEN w.column2 AND w.column3")
         with self.db.read() as c:
@@ -585,17 +586,46 @@ class SQLiteStore(NamespaceRows):
         return [(int(r[0]), float(r[1])) for r in rows]
 
     def turn_vectors(self, turns: Sequence[Turn], dim: int) -> dict[int, np.ndarray]:
-        """Stored vectors of the given turns (looked up in each one's scope space)."""
+        """Stored vectors of the given turns (looked up in each one's scope space), in
+        the order of their ids; read once and kept while the change log names no new
+        vector for them (:meth:`_fresh_turn_vectors`)."""
         # A recall asks for a hundred turns or more, nearly all of one scope: the space
         # name is made once per scope, not once per turn.
         by_scope: dict[str, list[int]] = {}
         for t in turns:
             by_scope.setdefault(t.scope, []).append(t.id)
+        self._fresh_turn_vectors()
         out: dict[int, np.ndarray] = {}
         for scope, keys in by_scope.items():
-            found, matrix = SpaceSource(self.db, self.space("t", scope), dim).vectors_for(keys)
-            out.update(zip(found.tolist(), matrix, strict=True))
-        return out
+            space = self.space("t", scope)
+            cached, _ = self._turn_vecs.take((space, k) for k in keys)
+            out.update((k, v) for (_, k), v in cached.items() if len(v) == dim)
+            wanted = [k for k in keys if k not in out]
+            if wanted:
+                found, matrix = SpaceSource(self.db, space, dim).vectors_for(wanted)
+                read = list(zip(found.tolist(), matrix, strict=True))
+                out.update(read)
+                self._turn_vecs.put(((space, k), v) for k, v in read)
+        return {tid: out[tid] for tid in sorted(out)}
+
+    def _fresh_turn_vectors(self) -> None:
+        """Drop the cached turn vectors that the change log has replaced or deleted since
+        the last look (a write of this process or another's, a ``reembed``). The log is
+        read before any vector is, so a vector changed while it is read is dropped at
+        the next look."""
+        with self.db.read() as c:
+            top = int(c.execute("SELECT coalesce(max(seq), 0) FROM vector_log").fetchone()[0])
+            last = self._turn_vecs_seq
+            if top == last:
+                return
+            if top < last or top - last > _VECTOR_LOG_READ:
+                self._turn_vecs.clear()  # a replaced file, or too much to replay: start over
+            else:
+                changed = c.execute(
+                    "SELECT space, key FROM vector_log WHERE seq > ? AND seq <= ?",
+                    (last, top)).fetchall()
+                self._turn_vecs.drop((str(space), int(key)) for space, key in changed)
+        self._turn_vecs_seq = top
 
     # -- archive ------------------------------------------------------------------------
 
