@@ -135,7 +135,6 @@ def test_recall_over_a_warm_cache_answers_as_a_fresh_process(store_dir: Path,
 _REEMBED = """
 import sys
 from tideline.memory import Memory
-from tideline.embed import make_embedder
 from tests.conftest import hashing
 
 class Other(type(hashing())):

@@ -598,11 +598,11 @@ class SQLiteStore(NamespaceRows):
         out: dict[int, np.ndarray] = {}
         for scope, keys in by_scope.items():
             space = self.space("t", scope)
-            cached, _ = self._turn_vecs.take((space, k) for k in keys)
-            out.update((k, v) for (_, k), v in cached.items() if len(v) == dim)
-            wanted = [k for k in keys if k not in out]
-            if wanted:
-                found, matrix = SpaceSource(self.db, space, dim).vectors_for(wanted)
+            cached, missing = self._turn_vecs.take((space, k) for k in keys)
+            out.update((k, v) for (_, k), v in cached.items())
+            if missing:
+                found, matrix = SpaceSource(self.db, space, dim).vectors_for(
+                    [k for _, k in missing])
                 read = list(zip(found.tolist(), matrix, strict=True))
                 out.update(read)
                 self._turn_vecs.put(((space, k), v) for k, v in read)
