@@ -117,7 +117,7 @@ class RecallTuning:
     # embeds each sentence of a turn of two or more, and recall ranks a turn by
     # (1 - sentence_share) of its turn similarity plus sentence_share of its best
     # sentence's. Off: measured on LoCoMo it lifts R@5 but lowers multi-hop and
-    # adversarial R@10 and about doubles the import's embedding (docs/benchmarks.md).
+    # adversarial R@10 and about doubles the import's embedding (docs/lab/locomo.md).
     sentence_share: float = 0.0
     # Abstention (recall/trust.py): the best cosine that makes a packet trusted is read
     # from turns of which at most trust_question_share of the words sit in questions (a

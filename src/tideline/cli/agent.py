@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from tideline.cli import app, emit, fail, guarded, turns_app
+from tideline.cli.base import app, emit, fail, guarded, turns_app
 from tideline.cli.commands import EmbOpt, JsonOpt, NsOpt, StoreOpt, progress_bar
 from tideline.config import Caps
 

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
-from tideline.cli import app, emit, guarded
 from tideline.cli.agent import import_app
+from tideline.cli.base import app, emit, guarded
 from tideline.cli.commands import EmbOpt, JsonOpt, NsOpt, StoreOpt, opened, progress_bar
 
 

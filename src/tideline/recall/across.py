@@ -7,7 +7,7 @@ neighbour rule (the turns right next to a hit) reaches the question, not the
 continuation: the speaker's second turn sits two places from the first. In the LoCoMo
 dev split such a turn (two places from one of the three best hits, its speaker's, with
 the other speaker's question between) is an evidence turn of the question about 13 % of
-the time, against 4 % when the turn between asks nothing (docs/benchmarks.md, ninth
+the time, against 4 % when the turn between asks nothing (docs/lab/locomo.md, ninth
 LoCoMo round).
 
 So each of the ``across_hits`` best turn hits passes ``across_question`` times its score

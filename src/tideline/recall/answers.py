@@ -5,7 +5,7 @@ In a chat, what a person did, has or likes is often told because the other one a
 spring"). A turn right after the other speaker's question is therefore, more often
 than other turns, one that tells a fact of its speaker; in the LoCoMo dev split, the
 turn before an evidence turn is a question turn about 1.5 times as often as the turn
-before any other candidate (docs/benchmarks.md, eighth LoCoMo round).
+before any other candidate (docs/lab/locomo.md, eighth LoCoMo round).
 
 Recall lifts a turn's final score by ``answer_lift`` times the question share of the
 turn just before it in its session (:func:`tideline.recall.asking.question_share`),

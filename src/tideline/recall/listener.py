@@ -10,7 +10,7 @@ times the share of its person pronouns that are second person.
 The pronouns are English, German and Chinese ones (German's "ihr" and "Sie", which
 also mean "her", "their" and "they", are left out); in a turn without any of them
 (another language, or no pronoun at all) the share is 0 and nothing changes. The weight
-was chosen on English chats only (docs/benchmarks.md, seventh LoCoMo round).
+was chosen on English chats only (docs/lab/locomo.md, seventh LoCoMo round).
 """
 
 from __future__ import annotations

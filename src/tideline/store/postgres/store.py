@@ -690,7 +690,7 @@ class PostgresStore(TurnRows, NamespaceRows):
 
         With the namespace in the index condition, the GIN scan walks the namespace's
         whole posting list to intersect it with the words': at 1M rows 340 pages and
-        about 21 ms a search, whatever the words (docs/benchmarks.md). Where the
+        about 21 ms a search, whatever the words (docs/lab/postgres-recall.md). Where the
         namespace holds most of the rows (:data:`_NAMESPACE_SHARE`), testing each
         match's namespace costs less."""
         sent, alone, share = self._alone_seen.get(kind, (-math.inf, False, 0.0))

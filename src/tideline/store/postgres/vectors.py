@@ -83,7 +83,7 @@ def candidate_list(ef_search: int, k: int, total: float) -> int:
     the graph: clustered 384-d vectors gave recall@10 1.000 at 40 and at 100 candidates
     at 100k, 0.78 and 0.92 at 1M (docs/scale.md). So a 100k index is scanned with k
     candidates (the recall pipeline's recall@10 through the index stayed 1.06x the exact
-    scan's, docs/benchmarks.md) and a 1M one with the full list, as before.
+    scan's, docs/lab/postgres-recall.md) and a 1M one with the full list, as before.
 
     Args:
         ef_search: the full candidate list (:class:`PostgresVectorSpaces`' ``ef_search``).
@@ -408,7 +408,7 @@ class PostgresVectorSpaces:
 
         After a server restart the buffers are empty, and each search at 1M vectors then
         reads about 2,000 index pages from the operating system's cache: 20-30 ms
-        instead of about 13 (docs/benchmarks.md). A server kept warm across restarts by
+        instead of about 13 (docs/lab/postgres-recall.md). A server kept warm across restarts by
         ``pg_prewarm.autoprewarm`` (docs/postgres.md) does not need this.
 
         Returns:
