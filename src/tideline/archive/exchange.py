@@ -20,12 +20,12 @@ import contextlib
 import dataclasses
 import json
 import os
-import secrets
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tideline.archive.checks import check_row, redact_row
 from tideline.archive.format import (
     EMBEDDING_TABLES,
     FORMAT,
@@ -36,7 +36,7 @@ from tideline.archive.format import (
     Header,
     Sink,
 )
-from tideline.archive.paths import atomic_file, inside, one_path, safe_dir, safe_target
+from tideline.archive.paths import atomic_file, one_path, safe_dir, safe_target
 from tideline.errors import BackendUnavailable, EmbedderMismatch, InvalidInput
 from tideline.write.validate import clean_flag
 
@@ -167,7 +167,14 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
     """
     from tideline.store.dump import archive_embedding_jobs
 
-    reader = ArchiveReader(Path(path), _schema_version())
+    known_schema = _schema_version()
+    reader = ArchiveReader(Path(path), known_schema)
+
+    def check(header: Header, table: str, row: dict[str, Any]) -> None:
+        check_row(table, row, namespace=header.namespace,
+                  header_schema=header.schema_version, known_schema=known_schema)
+
+    reader.check = check
     head = reader.read_header()
     if head.embedder != embedder.marker and not reembed:
         exc = EmbedderMismatch(head.embedder, embedder.marker)
@@ -194,8 +201,9 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
     jobs: list[tuple[str, int, str, str | None]] = []
     vecs: list[Any] = []
     if embed_here:
-        jobs = archive_embedding_jobs(reader.collected.get("memories", ()),
-                                      reader.collected.get("turns", ()))
+        jobs = archive_embedding_jobs(
+            [redact_row("memories", r) for r in reader.collected.get("memories", ())],
+            [redact_row("turns", r) for r in reader.collected.get("turns", ())])
         reader.collected = {}
         vecs = _embed(embedder, jobs, progress)
     skip = EMBEDDING_TABLES if reembed else frozenset()
@@ -207,7 +215,7 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
             return base | {"already_imported": True, "inserted": {}, "skipped": {}}
         for table, row in reader.rows():
             if table not in skip:
-                loader.add(table, row)
+                loader.add(table, redact_row(table, row))
         embedded = 0
         for (space, k, _, _), v in zip(jobs, vecs, strict=True):
             if loader.is_new(space, k):
@@ -222,12 +230,16 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
 
 
 @contextlib.contextmanager
-def _scratch(directory: Path) -> Iterator[Path]:
-    tmp = inside(directory, f".tideline-migrate-{secrets.token_hex(6)}.jsonl")
-    try:
-        yield tmp
-    finally:
-        tmp.unlink(missing_ok=True)
+def _scratch_archive(store: ArchiveStore, directory: Path) -> Iterator[tuple[Path, Header, str]]:
+    """The whole store written to a scratch archive in ``directory``: (a path that reads
+    it, its header, its sha256). The file has no name (or, where it must have one, a name
+    the next run sweeps): a killed migration leaves no copy of the store behind."""
+    from tideline.archive.scratch import open_scratch
+
+    with open_scratch(directory, "tideline-migrate", "jsonl") as scratch:
+        with os.fdopen(scratch.fd, "wb", closefd=False) as f:
+            header, digest = _write_body(store, f, None, True)
+        yield scratch.readable(), header, digest
 
 
 def migrate_store(rt: Runtime, to: str, *, progress: Progress | None = None) -> dict[str, Any]:
@@ -267,8 +279,7 @@ def migrate_store(rt: Runtime, to: str, *, progress: Progress | None = None) -> 
             raise InvalidInput("the migration target is the source store itself")
         cfg = dataclasses.replace(rt.config, home=target, database=None)
         shown, scratch_dir = str(target), target
-    with _scratch(scratch_dir) as tmp:
-        exported = export_archive(rt.store, tmp, namespace=None, vectors=True)
+    with _scratch_archive(rt.store, scratch_dir) as (tmp, header, sha):
         dest = Runtime.build(cfg, rt.embedder)
         try:
             with dest.store.archive_snapshot(None) as snap:
@@ -280,6 +291,6 @@ def migrate_store(rt: Runtime, to: str, *, progress: Progress | None = None) -> 
             digest = archive_digest(dest.store)
         finally:
             dest.close()
-    return {"from": source, "to": shown, "counts": exported["counts"],
-            "rows": exported["rows"], "sha256": exported["sha256"],
-            "inserted": imported["inserted"], "verified": digest == exported["sha256"]}
+    return {"from": source, "to": shown, "counts": header.counts,
+            "rows": sum(header.counts.values()), "sha256": sha,
+            "inserted": imported["inserted"], "verified": digest == sha}
