@@ -36,6 +36,7 @@ from tideline.archive.format import (
     Header,
     Sink,
 )
+from tideline.archive.merge import MergePlan
 from tideline.archive.paths import atomic_file, one_path, safe_dir, safe_target
 from tideline.errors import BackendUnavailable, EmbedderMismatch, InvalidInput
 from tideline.write.validate import clean_flag
@@ -49,6 +50,10 @@ __all__ = ["archive_digest", "export", "export_archive", "import_archive", "migr
 
 Progress = Callable[[int, int], None]
 IMPORT_KEY = "archive:"
+# Tables whose rows a store already holds win over the archive's (see archive.merge).
+KEEP_EXISTING = frozenset({"edges", "vectors", "write_keys", "memory_keywords", "sleep_state",
+                           "topic_members", "emb_members", "emb_adjacency", "entity_nodes",
+                           "entity_edges"})
 _EMBED_BATCH = 64
 
 
@@ -170,9 +175,12 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
     known_schema = _schema_version()
     reader = ArchiveReader(Path(path), known_schema)
 
+    plan = MergePlan()
+
     def check(header: Header, table: str, row: dict[str, Any]) -> None:
         check_row(table, row, namespace=header.namespace,
                   header_schema=header.schema_version, known_schema=known_schema)
+        plan.observe(table, redact_row(table, row))
 
     reader.check = check
     head = reader.read_header()
@@ -188,12 +196,15 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
             if snap.meta(IMPORT_KEY + known) is not None:
                 return {"archive": str(path), "sha256": known, "namespace": head.namespace,
                         "embedder": head.embedder, "reembedded": 0, "already_imported": True,
-                        "inserted": {}, "skipped": {}}
+                        "inserted": {}, "skipped": {}, "merged": False, "remapped": {},
+                        "ids": {}}
     embed_here = reembed or not head.vectors
     header = reader.verify(frozenset({"memories", "turns"}) if embed_here else frozenset())
     key = IMPORT_KEY + reader.digest
-    base = {"archive": str(path), "sha256": reader.digest, "namespace": header.namespace,
-            "embedder": header.embedder, "reembedded": 0}
+    base: dict[str, Any] = {
+        "archive": str(path), "sha256": reader.digest, "namespace": header.namespace,
+        "embedder": header.embedder, "reembedded": 0, "merged": False, "remapped": {},
+        "ids": {}}
     with store.archive_snapshot(None) as snap:
         seen = snap.meta(key)
     if seen is not None:
@@ -213,20 +224,32 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
     with store.archive_loader(embedder.dim, expected) as loader:
         if loader.meta(key) is not None:  # another process finished it meanwhile
             return base | {"already_imported": True, "inserted": {}, "skipped": {}}
+        plan.resolve(loader.c)
+        loader.keep_existing = KEEP_EXISTING
+        held: dict[str, int] = {}
         for table, row in reader.rows():
-            if table not in skip:
-                loader.add(table, redact_row(table, row))
+            if table in skip:
+                continue
+            moved = plan.transform(table, redact_row(table, row))
+            if moved is None:  # the store holds it, or it refers to nothing here
+                held[table] = held.get(table, 0) + 1
+            else:
+                loader.add(table, moved)
         embedded = 0
         for (space, k, _, _), v in zip(jobs, vecs, strict=True):
-            if loader.is_new(space, k):
-                loader.put_vector(space, k, v)
+            here = plan.vector_key(space, k)
+            if here is not None and loader.is_new(space, here):
+                loader.put_vector(space, here, v)
                 embedded += 1
         loader.set_meta(key, json.dumps({"imported_at": time.time(),
                                          "namespace": header.namespace,
                                          "rows": sum(header.counts.values())}))
         inserted, skipped = dict(loader.inserted), dict(loader.skipped)
+    for table, n in held.items():
+        skipped[table] = skipped.get(table, 0) + n
     return base | {"already_imported": False, "inserted": inserted, "skipped": skipped,
-                   "reembedded": embedded if embed_here else 0}
+                   "reembedded": embedded if embed_here else 0, "merged": not plan.fresh,
+                   "remapped": plan.remapped(), "ids": plan.id_map()}
 
 
 @contextlib.contextmanager
