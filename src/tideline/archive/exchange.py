@@ -4,12 +4,15 @@ Rows are read and written only through a store's ``archive_snapshot`` and
 ``archive_loader`` (the SQLite ones are in :mod:`tideline.store.sqlite.dump`); this module
 holds the order of the work and the rules:
 
-- **Ids are kept.** Every row keeps its id, so source_links, edges, supersedes,
-  clusters and the journal's memory ids stay true without rewriting. A row whose id is
-  taken by an identical row is skipped; by a different row, the import stops with
-  :class:`~tideline.errors.Conflict` and writes nothing.
+- **Checked like a write.** Every row is checked (:mod:`tideline.archive.checks`: one
+  namespace, the header's schema, positive ids, real times, ranges) before anything is
+  written, and its texts pass the write path's secret redaction.
+- **Merged.** A row the store holds already (same content) is skipped; the others keep
+  their ids where free and get new ones where taken, and every reference follows
+  (:mod:`tideline.archive.merge`). Into a fresh store an archive loads exactly as it was.
 - **Idempotent.** A finished import records the archive's sha256 in ``db_meta``
-  (``archive:<sha256>``, never exported); importing the same archive again is a no-op.
+  (``archive:<sha256>``, never exported); importing the same archive again is a no-op,
+  and its rows (or a later archive's) are recognised row by row anyway.
 - **All or nothing.** The archive is verified whole before the one write transaction;
   embeddings (when the import re-embeds) are computed before it, never inside it.
 """
@@ -38,7 +41,7 @@ from tideline.archive.format import (
 )
 from tideline.archive.merge import MergePlan
 from tideline.archive.paths import atomic_file, one_path, safe_dir, safe_target
-from tideline.errors import BackendUnavailable, EmbedderMismatch, InvalidInput
+from tideline.errors import ArchiveInvalid, BackendUnavailable, EmbedderMismatch, InvalidInput
 from tideline.write.validate import clean_flag
 
 if TYPE_CHECKING:
@@ -161,15 +164,25 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
         progress: called with (done, total) while embedding.
 
     Returns:
-        Rows inserted and skipped per table, and whether it had been imported before.
+        Rows inserted and skipped per table, whether it had been imported before,
+        ``merged``, ``remapped`` and ``ids`` (the id map of memories and turns).
 
     Raises:
         ArchiveInvalid: malformed, unknown format version, truncated or tampered.
         InputTooLarge: a line over the cap.
         SchemaTooNew: written by a newer Tideline.
         EmbedderMismatch: made with another embedder and ``reembed`` is off.
-        Conflict: an id is taken by a different row (nothing written).
+        Conflict: a turn's identity is taken by a turn of another scope (nothing
+            written).
     """
+    try:
+        return _import(store, embedder, path, reembed=reembed, progress=progress)
+    except RecursionError:  # a JSON value nested past the parser's stack: no real archive
+        raise ArchiveInvalid("the archive holds a value nested too deeply") from None
+
+
+def _import(store: ArchiveStore, embedder: Embedder, path: Path, *,
+            reembed: bool, progress: Progress | None) -> dict[str, Any]:
     from tideline.store.dump import archive_embedding_jobs
 
     known_schema = _schema_version()

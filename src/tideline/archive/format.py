@@ -319,7 +319,7 @@ class ArchiveReader:
             return None
         try:
             claimed = json.loads(previous).get("sha256")
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             return None
         return claimed if claimed == sha.hexdigest() else None
 
