@@ -22,9 +22,10 @@ from tideline.errors import ArchiveInvalid
 pytestmark = pytest.mark.backends
 
 
-@pytest.fixture
-def laptop(tmp_path: Path):
-    mem = open_store(tmp_path / "laptop")
+@pytest.fixture(scope="module")
+def laptop(tmp_path_factory: pytest.TempPathFactory):
+    """One laptop store for the module (the first test adds one memory to it)."""
+    mem = open_store(tmp_path_factory.mktemp("laptop") / "laptop")
     populate(mem)
     yield mem
     mem.close()
@@ -32,7 +33,10 @@ def laptop(tmp_path: Path):
 
 def _team(backend: Backend, tmp_path: Path):
     """A team store with rows of its own in every table an import touches."""
-    team = backend.open(tmp_path / "team", embedder=hashing(), project="global")
+    return _fill(backend.open(tmp_path / "team", embedder=hashing(), project="global"))
+
+
+def _fill(team):
     team.add_turns([{"session": "s1", "role": "user", "text": "team standup notes",
                      "timestamp": "2026-11-01T09:00:00Z", "id": "team-1"}],
                    scope="atlas", source="jsonl")
@@ -91,7 +95,8 @@ def test_laptop_into_a_team_store_merges(laptop, backend: Backend, tmp_path: Pat
         assert again["ids"]["memories"] == res["ids"]["memories"]
         assert archive_digest(team.store) == digest
         # A later archive of the laptop adds only what is new.
-        laptop.remember("the loader now validates CSV headers", scope="atlas")
+        laptop.remember(f"the loader now validates CSV headers ({backend.name} run)",
+                        scope="atlas")
         later = tmp_path / "later.jsonl"
         laptop.export(later)
         more = team.import_archive(later)
@@ -143,23 +148,21 @@ def test_own_archive_after_changes_adds_nothing(backend: Backend, tmp_path: Path
         mem.close()
 
 
-def test_cli_reports_the_id_map(laptop, backend: Backend, tmp_path: Path) -> None:
-    import os
-    import subprocess
-    import sys
+def test_cli_reports_the_id_map(laptop, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
 
-    archive = tmp_path / "laptop.jsonl"
-    laptop.export(archive)
-    team = _team(backend, tmp_path)
-    team.close()
-    env = dict(os.environ, TIDELINE_EMBEDDER="hashing")
-    proc = subprocess.run([sys.executable, "-m", "tideline", "import", "tideline", str(archive),
-                           "--store", str(tmp_path / "team"), "--json"],
-                          capture_output=True, text=True, env=env, timeout=120, check=False)
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
-    assert out["merged"] is True and len(out["ids"]["memories"]) == 4
-    text = subprocess.run([sys.executable, "-m", "tideline", "import", "tideline",
-                           str(archive), "--store", str(tmp_path / "team")],
-                          capture_output=True, text=True, env=env, timeout=120, check=False)
-    assert "already imported" in text.stdout
+    from tideline.cli import agent, app, archive, commands  # noqa: F401 - registers
+
+    archive_path = tmp_path / "laptop.jsonl"
+    laptop.export(archive_path)
+    _fill(open_store(tmp_path / "team", project="global")).close()
+    monkeypatch.setenv("TIDELINE_EMBEDDER", "hashing")
+    monkeypatch.delenv("TIDELINE_DATABASE_URL", raising=False)
+    args = ["import", "tideline", str(archive_path), "--store", str(tmp_path / "team")]
+    res = CliRunner().invoke(app, [*args, "--json"])
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["merged"] is True and len(out["ids"]["memories"]) == len(_texts(laptop))
+    assert out["remapped"]["memories"] >= 1
+    again = CliRunner().invoke(app, args)
+    assert "already imported" in again.stdout

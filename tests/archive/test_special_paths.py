@@ -40,6 +40,16 @@ def _cli(*args: str, timeout: float = 60, **env: str) -> subprocess.CompletedPro
                           text=True, env=full, timeout=timeout, check=False)
 
 
+def _invoke(*args: str) -> tuple[int, str]:
+    """The CLI in this process (exit code, stderr): a subprocess costs seconds each."""
+    from typer.testing import CliRunner
+
+    from tideline.cli import agent, app, archive, commands, sleep  # noqa: F401 - registers
+
+    res = CliRunner().invoke(app, list(args))
+    return res.exit_code, (res.stderr or "") + (res.stdout or "")
+
+
 def _specials(tmp_path: Path) -> dict[str, Path]:
     out = {"fifo": tmp_path / "fifo", "directory": tmp_path / "dir"}
     os.mkfifo(out["fifo"])
@@ -50,27 +60,33 @@ def _specials(tmp_path: Path) -> dict[str, Path]:
     return out
 
 
-def test_export_and_report_never_replace_special_files(tmp_path: Path) -> None:
+def test_export_and_report_never_replace_special_files(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TIDELINE_EMBEDDER", "hashing")
+    monkeypatch.delenv("TIDELINE_DATABASE_URL", raising=False)
     store = str(tmp_path / "S")
-    assert _cli("remember", "atlas runs on PostgreSQL 16", "--store", store).returncode == 0
+    assert _invoke("remember", "atlas runs on PostgreSQL 16", "--store", store)[0] == 0
     for kind, path in _specials(tmp_path).items():
         mode = os.lstat(path).st_mode
         for args in (("export", str(path)), ("report", "--html", str(path))):
-            out = _cli(*args, "--store", store)
-            assert out.returncode == 3 and "invalid_input" in out.stderr, (kind, out.stderr)
-            assert "regular file" in out.stderr or "directory" in out.stderr, out.stderr
+            code, err = _invoke(*args, "--store", store)
+            assert code == 3 and "invalid_input" in err, (kind, err)
+            assert "regular file" in err or "directory" in err, err
             assert os.lstat(path).st_mode == mode, (kind, args)  # still what it was
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         ["S", "fifo", "dir"] + (["full"] if os.geteuid() == 0 else []))
 
 
-def test_import_refuses_a_fifo_instead_of_hanging(tmp_path: Path) -> None:
+def test_import_refuses_a_fifo_instead_of_hanging(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TIDELINE_EMBEDDER", "hashing")
+    monkeypatch.delenv("TIDELINE_DATABASE_URL", raising=False)
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     store = str(tmp_path / "S")
-    for kind in ("tideline", "jsonl"):
-        out = _cli("import", kind, str(fifo), "--store", store, timeout=30)
-        assert out.returncode == 3 and "regular file" in out.stderr, (kind, out.stderr)
+    for kind in ("tideline", "jsonl"):  # a FIFO with no writer: open() would block forever
+        code, err = _invoke("import", kind, str(fifo), "--store", store)
+        assert code == 3 and "regular file" in err, (kind, err)
 
 
 @pytest.fixture
