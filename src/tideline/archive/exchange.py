@@ -39,7 +39,7 @@ from tideline.archive.format import (
     Header,
     Sink,
 )
-from tideline.archive.merge import MergePlan
+from tideline.archive.merge import REDACTED_IDENTITY, MergePlan
 from tideline.archive.paths import atomic_file, one_path, safe_dir, safe_target
 from tideline.errors import ArchiveInvalid, BackendUnavailable, EmbedderMismatch, InvalidInput
 from tideline.write.validate import clean_flag
@@ -193,7 +193,9 @@ def _import(store: ArchiveStore, embedder: Embedder, path: Path, *,
     def check(header: Header, table: str, row: dict[str, Any]) -> None:
         check_row(table, row, namespace=header.namespace,
                   header_schema=header.schema_version, known_schema=known_schema)
-        plan.observe(table, redact_row(table, row))
+        if table in REDACTED_IDENTITY:  # its identity holds a text redaction may change
+            row = redact_row(table, row)
+        plan.observe(table, row)
 
     reader.check = check
     head = reader.read_header()
@@ -213,6 +215,7 @@ def _import(store: ArchiveStore, embedder: Embedder, path: Path, *,
                         "ids": {}}
     embed_here = reembed or not head.vectors
     header = reader.verify(frozenset({"memories", "turns"}) if embed_here else frozenset())
+    reader.check = None  # the load pass reads the same rows (its sha256 is checked again)
     key = IMPORT_KEY + reader.digest
     base: dict[str, Any] = {
         "archive": str(path), "sha256": reader.digest, "namespace": header.namespace,

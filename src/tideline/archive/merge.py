@@ -43,7 +43,7 @@ from typing import Any
 
 from tideline.archive.checks import ID_LISTS, REFERENCES
 
-__all__ = ["IDENTITY", "MergePlan"]
+__all__ = ["IDENTITY", "REDACTED_IDENTITY", "MergePlan"]
 
 # Per table with an id: the column candidates are looked up by, and the identity's
 # columns ("x#": compared by hash; "x@table": an id of that table, remapped; "data{}":
@@ -62,6 +62,9 @@ IDENTITY: dict[str, tuple[str, tuple[str, ...]]] = {
     "emb_clusters": ("built_at", ("namespace", "scope", "built_at", "centroid#")),
     "retention_snapshots": ("ts", ("namespace", "ts")),
 }
+#: Tables whose identity holds a text that redaction may change (observed redacted).
+REDACTED_IDENTITY = frozenset({"memories", "events", "threads", "topic_clusters",
+                               "emb_clusters", "profiles"})
 # The order plans are made in: a table's identity uses the maps of those before it.
 _ORDER = ("memories", "turns", "threads", "profiles", "self_concept", "events",
           "eligibility", "attention_log", "topic_clusters", "emb_clusters",
@@ -78,6 +81,13 @@ _REQUIRED_REFS = frozenset({
     ("emb_adjacency", "a"), ("emb_adjacency", "b"),
 })
 _CHUNK = 400
+# The reference columns of each table: [(column, referenced table)].
+_REFS_OF: dict[str, list[tuple[str, str]]] = defaultdict(list)
+for (_t, _c), _target in REFERENCES.items():
+    _REFS_OF[_t].append((_c, _target))
+_LISTS_OF: dict[str, list[tuple[str, str]]] = defaultdict(list)
+for (_t, _c), _target in ID_LISTS.items():
+    _LISTS_OF[_t].append((_c, _target))
 
 
 def _digest(value: Any) -> str:
@@ -313,15 +323,15 @@ class MergePlan:
             return None  # a cursor into the other store's ids: this store keeps its own
         if table == "turns" and isinstance(rid, int) and rid in self._turn_index:
             out["turn_index"] = self._turn_index[rid]
-        for (t, col), target in REFERENCES.items():
-            if t != table or row.get(col) is None:
+        for col, target in _REFS_OF.get(table, ()):
+            if row.get(col) is None:
                 continue
             new = self.ref(target, row[col])
-            if new is None and (t, col) in _REQUIRED_REFS:
+            if new is None and (table, col) in _REQUIRED_REFS:
                 return None
             out[col] = new
-        for (t, col), target in ID_LISTS.items():
-            if t == table and isinstance(row.get(col), str):
+        for col, target in _LISTS_OF.get(table, ()):
+            if isinstance(row.get(col), str):
                 out[col] = self._rewrite_json(row[col], lambda v, tg=target: self._ids(tg, v))
         if table == "events" and isinstance(row.get("data"), str):
             out["data"] = self._rewrite_json(
