@@ -561,7 +561,12 @@ class Memory:
 
     def import_archive(self, path: str | Path, *, reembed: bool = False,
                        progress: Progress | None = None) -> dict[str, Any]:
-        """Load a Tideline archive (ids kept; idempotent; all or nothing).
+        """Load a Tideline archive (idempotent; all or nothing).
+
+        Into a store that already holds rows it merges (:mod:`tideline.archive.merge`):
+        rows the store holds (same content) are skipped, the others keep their ids where
+        free and get new ones where taken, and every reference follows; ``ids`` in the
+        result maps the archive's memory and turn ids to this store's.
 
         Args:
             path: the archive written by :meth:`export`.
@@ -570,12 +575,15 @@ class Memory:
             progress: called with (done, total) while embedding.
 
         Returns:
-            Rows inserted and skipped per table.
+            Rows inserted and skipped per table, ``merged``, ``remapped`` (ids that
+            changed, per table) and ``ids`` (``{"memories": {old: new}, "turns": …}``).
 
         Raises:
-            ArchiveInvalid: malformed, wrong format version, truncated or tampered.
+            ArchiveInvalid: malformed, wrong format version, truncated or tampered; a row
+                of another namespace, an unknown schema, an id or time out of range.
             EmbedderMismatch: made with another embedder and ``reembed`` is off.
-            Conflict: an id is taken by a different row (nothing written).
+            Conflict: a turn's identity is taken by a turn of another scope (nothing
+                written).
         """
         from tideline.archive.exchange import import_archive
         from tideline.archive.paths import one_path

@@ -11,7 +11,7 @@ from tests.archive.helpers import body, open_store, populate, rows_by_table
 from tideline.archive.exchange import archive_digest
 from tideline.archive.format import EMBEDDING_TABLES, TABLES
 from tideline.embed import HashingEmbedder
-from tideline.errors import BackendUnavailable, Conflict, EmbedderMismatch, InvalidInput
+from tideline.errors import BackendUnavailable, EmbedderMismatch, InvalidInput
 from tideline.store.sqlite.dump import tables_in
 
 QUERIES = ("E4521 loader", "what does Ana drink", "deploy key", "茶", "csv column upstream",
@@ -84,15 +84,17 @@ def test_own_archive_loads_into_itself_as_a_no_op(source, tmp_path: Path) -> Non
     assert archive_digest(source.store) == before
 
 
-def test_taken_ids_are_a_conflict_and_nothing_is_written(source, tmp_path: Path) -> None:
+def test_taken_ids_get_new_ids(source, tmp_path: Path) -> None:
+    """Issue 28 §2.4: a store that is not empty takes the archive under new ids (it was a
+    Conflict); the rest of the merge is in test_merge.py."""
     a = tmp_path / "a.jsonl"
     source.export(a)
     with open_store(tmp_path / "B") as dest:
-        dest.remember("B's own first memory, unrelated to A")
-        before = archive_digest(dest.store)
-        with pytest.raises(Conflict, match="memories row"):
-            dest.import_archive(a)
-        assert archive_digest(dest.store) == before
+        own = dest.remember("B's own first memory, unrelated to A")
+        res = dest.import_archive(a)
+        assert res["merged"] is True and res["inserted"]["memories"] == 4
+        assert res["ids"]["memories"]["1"] != own.id
+        assert dest.get(own.id).text == "B's own first memory, unrelated to A"
 
 
 def test_one_namespace_only(source, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from tests.postgres.conftest import pg_database
 from tideline import Memory
 from tideline.archive.exchange import archive_digest
 from tideline.archive.format import TABLES
-from tideline.errors import Conflict, InvalidInput
+from tideline.errors import InvalidInput
 from tideline.store.postgres.dump import _columns
 
 QUERIES = ("E4521 loader", "what does Ana drink", "deploy key", "茶", "csv column upstream",
@@ -77,7 +77,7 @@ def test_every_archived_table_exists_on_postgres_with_the_sqlite_columns(
             assert pg_names == names, table
 
 
-def test_import_twice_is_a_no_op_and_taken_ids_conflict(tmp_path: Path, pg_url: str) -> None:
+def test_import_twice_is_a_no_op_and_taken_ids_are_remapped(tmp_path: Path, pg_url: str) -> None:
     with open_store(tmp_path / "A") as source:
         populate(source)
         source.export(tmp_path / "a.jsonl")
@@ -98,6 +98,7 @@ def test_import_twice_is_a_no_op_and_taken_ids_conflict(tmp_path: Path, pg_url: 
         other.export(tmp_path / "c.jsonl")
     with Memory.open(tmp_path / "l", database=pg_url, embedder=hashing()) as pg:
         count = pg.introspect()["memories"]
-        with pytest.raises(Conflict):
-            pg.import_archive(tmp_path / "c.jsonl")
-        assert pg.introspect()["memories"] == count
+        # Issue 28 §2.4: a taken id is no conflict any more; the row gets a new one.
+        merged = pg.import_archive(tmp_path / "c.jsonl")
+        assert merged["merged"] is True and merged["ids"]["memories"]["1"] > count
+        assert pg.introspect()["memories"] == count + 1

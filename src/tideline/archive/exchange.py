@@ -4,12 +4,15 @@ Rows are read and written only through a store's ``archive_snapshot`` and
 ``archive_loader`` (the SQLite ones are in :mod:`tideline.store.sqlite.dump`); this module
 holds the order of the work and the rules:
 
-- **Ids are kept.** Every row keeps its id, so source_links, edges, supersedes,
-  clusters and the journal's memory ids stay true without rewriting. A row whose id is
-  taken by an identical row is skipped; by a different row, the import stops with
-  :class:`~tideline.errors.Conflict` and writes nothing.
+- **Checked like a write.** Every row is checked (:mod:`tideline.archive.checks`: one
+  namespace, the header's schema, positive ids, real times, ranges) before anything is
+  written, and its texts pass the write path's secret redaction.
+- **Merged.** A row the store holds already (same content) is skipped; the others keep
+  their ids where free and get new ones where taken, and every reference follows
+  (:mod:`tideline.archive.merge`). Into a fresh store an archive loads exactly as it was.
 - **Idempotent.** A finished import records the archive's sha256 in ``db_meta``
-  (``archive:<sha256>``, never exported); importing the same archive again is a no-op.
+  (``archive:<sha256>``, never exported); importing the same archive again is a no-op,
+  and its rows (or a later archive's) are recognised row by row anyway.
 - **All or nothing.** The archive is verified whole before the one write transaction;
   embeddings (when the import re-embeds) are computed before it, never inside it.
 """
@@ -20,12 +23,12 @@ import contextlib
 import dataclasses
 import json
 import os
-import secrets
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tideline.archive.checks import check_row, redact_row
 from tideline.archive.format import (
     EMBEDDING_TABLES,
     FORMAT,
@@ -36,8 +39,9 @@ from tideline.archive.format import (
     Header,
     Sink,
 )
-from tideline.archive.paths import atomic_file, inside, one_path, safe_dir, safe_target
-from tideline.errors import BackendUnavailable, EmbedderMismatch, InvalidInput
+from tideline.archive.merge import REDACTED_IDENTITY, MergePlan
+from tideline.archive.paths import atomic_file, one_path, safe_dir, safe_target
+from tideline.errors import ArchiveInvalid, BackendUnavailable, EmbedderMismatch, InvalidInput
 from tideline.write.validate import clean_flag
 
 if TYPE_CHECKING:
@@ -49,6 +53,10 @@ __all__ = ["archive_digest", "export", "export_archive", "import_archive", "migr
 
 Progress = Callable[[int, int], None]
 IMPORT_KEY = "archive:"
+# Tables whose rows a store already holds win over the archive's (see archive.merge).
+KEEP_EXISTING = frozenset({"edges", "vectors", "write_keys", "memory_keywords", "sleep_state",
+                           "topic_members", "emb_members", "emb_adjacency", "entity_nodes",
+                           "entity_edges"})
 _EMBED_BATCH = 64
 
 
@@ -156,18 +164,40 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
         progress: called with (done, total) while embedding.
 
     Returns:
-        Rows inserted and skipped per table, and whether it had been imported before.
+        Rows inserted and skipped per table, whether it had been imported before,
+        ``merged``, ``remapped`` and ``ids`` (the id map of memories and turns).
 
     Raises:
         ArchiveInvalid: malformed, unknown format version, truncated or tampered.
         InputTooLarge: a line over the cap.
         SchemaTooNew: written by a newer Tideline.
         EmbedderMismatch: made with another embedder and ``reembed`` is off.
-        Conflict: an id is taken by a different row (nothing written).
+        Conflict: a turn's identity is taken by a turn of another scope (nothing
+            written).
     """
+    try:
+        return _import(store, embedder, path, reembed=reembed, progress=progress)
+    except RecursionError:  # a JSON value nested past the parser's stack: no real archive
+        raise ArchiveInvalid("the archive holds a value nested too deeply") from None
+
+
+def _import(store: ArchiveStore, embedder: Embedder, path: Path, *,
+            reembed: bool, progress: Progress | None) -> dict[str, Any]:
     from tideline.store.dump import archive_embedding_jobs
 
-    reader = ArchiveReader(Path(path), _schema_version())
+    known_schema = _schema_version()
+    reader = ArchiveReader(Path(path), known_schema)
+
+    plan = MergePlan()
+
+    def check(header: Header, table: str, row: dict[str, Any]) -> None:
+        check_row(table, row, namespace=header.namespace,
+                  header_schema=header.schema_version, known_schema=known_schema)
+        if table in REDACTED_IDENTITY:  # its identity holds a text redaction may change
+            row = redact_row(table, row)
+        plan.observe(table, row)
+
+    reader.check = check
     head = reader.read_header()
     if head.embedder != embedder.marker and not reembed:
         exc = EmbedderMismatch(head.embedder, embedder.marker)
@@ -181,12 +211,16 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
             if snap.meta(IMPORT_KEY + known) is not None:
                 return {"archive": str(path), "sha256": known, "namespace": head.namespace,
                         "embedder": head.embedder, "reembedded": 0, "already_imported": True,
-                        "inserted": {}, "skipped": {}}
+                        "inserted": {}, "skipped": {}, "merged": False, "remapped": {},
+                        "ids": {}}
     embed_here = reembed or not head.vectors
     header = reader.verify(frozenset({"memories", "turns"}) if embed_here else frozenset())
+    reader.check = None  # the load pass reads the same rows (its sha256 is checked again)
     key = IMPORT_KEY + reader.digest
-    base = {"archive": str(path), "sha256": reader.digest, "namespace": header.namespace,
-            "embedder": header.embedder, "reembedded": 0}
+    base: dict[str, Any] = {
+        "archive": str(path), "sha256": reader.digest, "namespace": header.namespace,
+        "embedder": header.embedder, "reembedded": 0, "merged": False, "remapped": {},
+        "ids": {}}
     with store.archive_snapshot(None) as snap:
         seen = snap.meta(key)
     if seen is not None:
@@ -194,8 +228,9 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
     jobs: list[tuple[str, int, str, str | None]] = []
     vecs: list[Any] = []
     if embed_here:
-        jobs = archive_embedding_jobs(reader.collected.get("memories", ()),
-                                      reader.collected.get("turns", ()))
+        jobs = archive_embedding_jobs(
+            [redact_row("memories", r) for r in reader.collected.get("memories", ())],
+            [redact_row("turns", r) for r in reader.collected.get("turns", ())])
         reader.collected = {}
         vecs = _embed(embedder, jobs, progress)
     skip = EMBEDDING_TABLES if reembed else frozenset()
@@ -205,29 +240,45 @@ def import_archive(store: ArchiveStore, embedder: Embedder, path: Path, *,
     with store.archive_loader(embedder.dim, expected) as loader:
         if loader.meta(key) is not None:  # another process finished it meanwhile
             return base | {"already_imported": True, "inserted": {}, "skipped": {}}
+        plan.resolve(loader.c)
+        loader.keep_existing = KEEP_EXISTING
+        held: dict[str, int] = {}
         for table, row in reader.rows():
-            if table not in skip:
-                loader.add(table, row)
+            if table in skip:
+                continue
+            moved = plan.transform(table, redact_row(table, row))
+            if moved is None:  # the store holds it, or it refers to nothing here
+                held[table] = held.get(table, 0) + 1
+            else:
+                loader.add(table, moved)
         embedded = 0
         for (space, k, _, _), v in zip(jobs, vecs, strict=True):
-            if loader.is_new(space, k):
-                loader.put_vector(space, k, v)
+            here = plan.vector_key(space, k)
+            if here is not None and loader.is_new(space, here):
+                loader.put_vector(space, here, v)
                 embedded += 1
         loader.set_meta(key, json.dumps({"imported_at": time.time(),
                                          "namespace": header.namespace,
                                          "rows": sum(header.counts.values())}))
         inserted, skipped = dict(loader.inserted), dict(loader.skipped)
+    for table, n in held.items():
+        skipped[table] = skipped.get(table, 0) + n
     return base | {"already_imported": False, "inserted": inserted, "skipped": skipped,
-                   "reembedded": embedded if embed_here else 0}
+                   "reembedded": embedded if embed_here else 0, "merged": not plan.fresh,
+                   "remapped": plan.remapped(), "ids": plan.id_map()}
 
 
 @contextlib.contextmanager
-def _scratch(directory: Path) -> Iterator[Path]:
-    tmp = inside(directory, f".tideline-migrate-{secrets.token_hex(6)}.jsonl")
-    try:
-        yield tmp
-    finally:
-        tmp.unlink(missing_ok=True)
+def _scratch_archive(store: ArchiveStore, directory: Path) -> Iterator[tuple[Path, Header, str]]:
+    """The whole store written to a scratch archive in ``directory``: (a path that reads
+    it, its header, its sha256). The file has no name (or, where it must have one, a name
+    the next run sweeps): a killed migration leaves no copy of the store behind."""
+    from tideline.archive.scratch import open_scratch
+
+    with open_scratch(directory, "tideline-migrate", "jsonl") as scratch:
+        with os.fdopen(scratch.fd, "wb", closefd=False) as f:
+            header, digest = _write_body(store, f, None, True)
+        yield scratch.readable(), header, digest
 
 
 def migrate_store(rt: Runtime, to: str, *, progress: Progress | None = None) -> dict[str, Any]:
@@ -267,8 +318,7 @@ def migrate_store(rt: Runtime, to: str, *, progress: Progress | None = None) -> 
             raise InvalidInput("the migration target is the source store itself")
         cfg = dataclasses.replace(rt.config, home=target, database=None)
         shown, scratch_dir = str(target), target
-    with _scratch(scratch_dir) as tmp:
-        exported = export_archive(rt.store, tmp, namespace=None, vectors=True)
+    with _scratch_archive(rt.store, scratch_dir) as (tmp, header, sha):
         dest = Runtime.build(cfg, rt.embedder)
         try:
             with dest.store.archive_snapshot(None) as snap:
@@ -280,6 +330,6 @@ def migrate_store(rt: Runtime, to: str, *, progress: Progress | None = None) -> 
             digest = archive_digest(dest.store)
         finally:
             dest.close()
-    return {"from": source, "to": shown, "counts": exported["counts"],
-            "rows": exported["rows"], "sha256": exported["sha256"],
-            "inserted": imported["inserted"], "verified": digest == exported["sha256"]}
+    return {"from": source, "to": shown, "counts": header.counts,
+            "rows": sum(header.counts.values()), "sha256": sha,
+            "inserted": imported["inserted"], "verified": digest == sha}

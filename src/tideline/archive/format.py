@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Protocol
@@ -162,6 +162,8 @@ def _parse(raw: bytes, lineno: int) -> dict[str, Any]:
         raise ArchiveInvalid(f"line {lineno}: {exc}") from None
     except ValueError as exc:
         raise ArchiveInvalid(f"line {lineno} is not JSON: {exc}") from None
+    except RecursionError:  # nesting deeper than the parser's stack: no archive row is
+        raise ArchiveInvalid(f"line {lineno} is nested too deeply") from None
     if not isinstance(obj, dict):
         raise ArchiveInvalid(f"line {lineno} is not a JSON object")
     return obj
@@ -255,6 +257,8 @@ class ArchiveReader:
     header: Header | None = None
     digest: str = ""
     collected: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: Called with (header, table, row) for every row as it is read; may raise.
+    check: Callable[[Header, str, dict[str, Any]], None] | None = None
 
     def _lines(self, f: IO[bytes]) -> Iterator[tuple[int, bytes]]:
         lineno = 0
@@ -272,8 +276,10 @@ class ArchiveReader:
             yield lineno, raw
 
     def _open(self) -> IO[bytes]:
+        from tideline.archive.paths import open_regular
+
         try:
-            return self.path.open("rb")
+            return open_regular(self.path)
         except FileNotFoundError:
             from tideline.errors import NotFound
 
@@ -313,7 +319,7 @@ class ArchiveReader:
             return None
         try:
             claimed = json.loads(previous).get("sha256")
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             return None
         return claimed if claimed == sha.hexdigest() else None
 
@@ -342,6 +348,11 @@ class ArchiveReader:
                 last_table = index
                 if table not in counts:
                     raise ArchiveInvalid(f"line {lineno}: table {table!r} is not in the header")
+                if self.check is not None:
+                    try:
+                        self.check(header, table, row)
+                    except ArchiveInvalid as exc:
+                        raise ArchiveInvalid(f"line {lineno}: {exc}") from None
                 sha.update(raw)
                 counts[table] += 1
                 if table in collect:

@@ -1,8 +1,10 @@
 """Writing files safely: never through a symlink, never outside the target, atomically.
 
 A path is made absolute without resolving it (resolving would follow the very links
-that must be refused); then every existing component is checked with ``lstat``. A file
-is written next to its final name with ``O_EXCL | O_NOFOLLOW``, fsynced and moved into
+that must be refused); then every existing component is checked with ``lstat``, and
+what is there must be a regular file (a device, a FIFO or a directory is never
+replaced). A file is written next to its final name as an unnamed temporary file (see
+:mod:`tideline.archive.scratch`: a killed writer leaves nothing), fsynced and moved into
 place with :func:`os.replace`, so a reader sees the old file or the whole new one.
 """
 
@@ -11,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from typing import IO
 from tideline.errors import InvalidInput, StoreFull, UnsafePath
 from tideline.write.validate import clean_paths
 
-__all__ = ["atomic_file", "inside", "one_path", "safe_dir", "safe_target"]
+__all__ = ["atomic_file", "inside", "one_path", "open_regular", "safe_dir", "safe_target"]
 
 
 def one_path(value: object, field: str) -> Path:
@@ -53,20 +54,62 @@ def _refuse_links(path: Path) -> None:
             raise UnsafePath(f"{part} is a symlink; Tideline does not write through symlinks")
 
 
+def _not_regular(mode: int) -> str | None:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                       (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
 def safe_target(path: Path) -> Path:
     """The absolute path of a file to (re)write, checked.
 
+    What is there already must be a regular file: a device node, a FIFO, a socket or a
+    directory is never replaced (``/dev/full`` stays a device).
+
     Raises:
         UnsafePath: the path or one of its parents is a symlink.
-        InvalidInput: the parent directory is missing, or the path is a directory.
+        InvalidInput: the parent directory is missing, or the path exists and is not a
+            regular file.
     """
     target = _absolute(path)
     _refuse_links(target)
     if not target.parent.is_dir():
         raise InvalidInput(f"directory {target.parent} does not exist")
-    if target.is_dir():
-        raise InvalidInput(f"{target} is a directory")
+    try:
+        kind = _not_regular(os.lstat(target).st_mode)
+    except FileNotFoundError:
+        kind = None
+    except OSError as exc:
+        raise InvalidInput(f"cannot inspect {target}: {exc}") from None
+    if kind is not None:
+        raise InvalidInput(f"{target} is {kind}; Tideline writes only regular files")
     return target
+
+
+def open_regular(path: Path) -> IO[bytes]:
+    """``path`` opened for reading, refused unless it is a regular file.
+
+    Opened without blocking (a FIFO with no writer would hang an ordinary ``open``),
+    then checked on the open descriptor, so nothing can be swapped in between.
+
+    Raises:
+        FileNotFoundError: nothing is there.
+        InvalidInput: a directory, a FIFO, a device, a socket.
+        OSError: it cannot be read.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        kind = _not_regular(os.fstat(fd).st_mode)
+        if kind is not None:
+            raise InvalidInput(f"{path} is {kind}; only a regular file can be read")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def safe_dir(path: Path) -> Path:
@@ -103,34 +146,36 @@ def inside(root: Path, name: str) -> Path:
 def atomic_file(target: Path) -> Iterator[IO[bytes]]:
     """A binary stream that replaces ``target`` in one step when the block succeeds.
 
-    On any error the temporary file is removed and ``target`` is left as it was.
+    On any error the temporary file is removed and ``target`` is left as it was; if the
+    process is killed, the kernel removes it (see :mod:`tideline.archive.scratch`).
 
     Raises:
         UnsafePath: ``target`` is (or has become) a symlink.
         StoreFull: the disk filled up (``target`` is kept as it was).
         InvalidInput: the file cannot be written (permissions).
     """
+    from tideline.archive.scratch import open_scratch
+
     _refuse_links(target)
-    tmp = target.parent / f".{target.name}.{secrets.token_hex(6)}.tmp"
+    stack = contextlib.ExitStack()
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        scratch = stack.enter_context(open_scratch(target.parent, target.name))
     except OSError as exc:
         raise InvalidInput(f"cannot write in {target.parent}: {exc}") from None
-    try:
-        with os.fdopen(fd, "wb") as f:
-            yield f
-            f.flush()
-            os.fsync(f.fileno())
-        _refuse_links(target)
-        os.replace(tmp, target)
-    except BaseException as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise StoreFull(f"disk full while writing {target}; the old file is kept") from None
-        if isinstance(exc, OSError):
+    with stack:
+        try:
+            with os.fdopen(scratch.fd, "wb", closefd=False) as f:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+            _refuse_links(target)
+            safe_target(target)  # nothing but a regular file is replaced, even now
+            scratch.publish(target)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                raise StoreFull(f"disk full while writing {target}; the old file is "
+                                "kept") from None
             raise InvalidInput(f"cannot write {target}: {exc}") from None
-        raise
     with contextlib.suppress(OSError):
         dirfd = os.open(target.parent, os.O_RDONLY)
         try:

@@ -53,7 +53,8 @@ def import_tideline_cmd(
     store: StoreOpt = None, namespace: NsOpt = None, embedder: EmbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Import a Tideline archive (ids kept, idempotent, all or nothing)."""
+    """Import a Tideline archive: into a store with rows it merges (new ids where taken,
+    every reference remapped, the id map in --json); idempotent; all or nothing."""
     from tideline.memory import open_for_import
 
     mem = open_for_import(store, namespace, embedder, file)
@@ -67,8 +68,11 @@ def import_tideline_cmd(
         if res["already_imported"]:
             return f"already imported ({res['sha256'][:12]}…): nothing to do"
         skipped = _counts(res, "skipped")
+        moved = _counts(res, "remapped")
         return (f"imported {_counts(res, 'inserted')}"
                 + (f"; already there: {skipped}" if skipped != "nothing" else "")
+                + (f"; new ids (taken here): {moved} — the id map is in --json"
+                   if moved != "nothing" else "")
                 + (f"; re-embedded {res['reembedded']}" if res["reembedded"] else ""))
 
     emit(res, as_json, text)

@@ -88,19 +88,20 @@ def report(
     with opened(store, namespace, embedder) as mem:
         data = mem.report(days=days)
     if html is not None:
+        from tideline.archive.paths import atomic_file, safe_target
         from tideline.report.html import render_html
 
-        target = html.expanduser()
-        if not target.name or target.is_dir():
+        if not html.name:
             from tideline.errors import InvalidInput
 
             raise InvalidInput(f"--html needs a file name, got {str(html)!r}")
-        tmp = target.with_name(target.name + ".partial")
+        # Never through a symlink, never over a device, FIFO or directory; atomically.
+        target = safe_target(html)
+        page = render_html(data).encode("utf-8")
         try:
-            tmp.write_text(render_html(data), encoding="utf-8")
-            tmp.replace(target)
+            with atomic_file(target) as f:
+                f.write(page)
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
             raise fail(f"cannot write {target}: {exc}", _WRITE_FAILED) from None
         emit({"html": str(target), "warnings": data["warnings"]}, as_json,
              lambda: f"report written to {target}")

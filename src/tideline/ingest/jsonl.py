@@ -26,6 +26,8 @@ _CHUNK = 1 << 20
 
 def _check(path: Path) -> None:
     if not path.is_file():
+        if path.exists():  # a FIFO would hang the read, a device never ends
+            raise InvalidInput(f"{path} is not a regular file")
         raise NotFound(f"no such file: {path}")
 
 
@@ -73,6 +75,8 @@ def iter_jsonl(path: Path, *, line_bytes: int) -> Iterator[tuple[int, dict[str, 
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise InvalidInput(f"{path}:{number}: not JSON ({exc.msg})") from exc
+            except ValueError:  # a number too long to convert (over 4,300 digits)
+                raise InvalidInput(f"{path}:{number}: a number in it is too long") from None
             except RecursionError as exc:
                 raise InvalidInput(f"{path}:{number}: JSON nested too deeply") from exc
             if not isinstance(obj, dict):

@@ -296,6 +296,10 @@ class ArchiveLoader(Protocol):
 
     inserted: dict[str, int]
     skipped: dict[str, int]
+    #: The transaction's connection (portable SQL), for an import's look-ups.
+    c: Any
+    #: Tables whose rows already in the store win over an archived row with their key.
+    keep_existing: frozenset[str]
 
     def meta(self, key: str) -> str | None:
         """One ``db_meta`` value as the transaction sees it."""

@@ -263,6 +263,9 @@ class ArchiveLoader(ABC):
     store: _LoadTarget
     c: Any
     dim: int
+    #: Tables whose rows the store's own rows win over: a row whose key is taken by a
+    #: different row is skipped instead of stopping the load (an import that merges).
+    keep_existing: frozenset[str] = frozenset()
     inserted: dict[str, int] = field(default_factory=dict)
     skipped: dict[str, int] = field(default_factory=dict)
     _cols: dict[str, list[Column]] = field(default_factory=dict)
@@ -387,7 +390,8 @@ class ArchiveLoader(ABC):
             f"SELECT {', '.join(map(quote, names))} FROM {quote(table)} WHERE {where}",
             [row.get(k) for k in keys]).fetchone()
         wanted = tuple(row.get(n) for n in names)
-        if found is None or tuple(_plain(v) for v in found) != wanted:
+        differs = found is None or tuple(_plain(v) for v in found) != wanted
+        if differs and (found is None or table not in self.keep_existing):
             raise taken(table, ", ".join(f"{k}={row.get(k)!r}" for k in keys))
         self._count_skipped(table, 1)
 
@@ -426,7 +430,7 @@ class ArchiveLoader(ABC):
         found = self.c.execute("SELECT v FROM vectors WHERE space = ? AND key = ?",
                                (space, key)).fetchone()
         if found is not None:
-            if bytes(found[0]) != blob:
+            if bytes(found[0]) != blob and "vectors" not in self.keep_existing:
                 raise vector_differs(space, key)
             self._count_skipped("vectors", 1)
             return

@@ -218,7 +218,7 @@ class PostgresLoader(ArchiveLoader):
                 f"SELECT {', '.join(f's.{quote(k)}' for k in keys)} FROM tl_stage s "  # noqa: S608
                 f"WHERE NOT EXISTS (SELECT 1 FROM {quote(table)} x WHERE {same}) "
                 "LIMIT 1").fetchone()
-            if held is not None:
+            if held is not None and table not in self.keep_existing:
                 raise taken(table, ", ".join(f"{k}={v!r}"
                                              for k, v in zip(keys, held, strict=True)))
             self._count_skipped(table, len(rows) - len(added))
@@ -245,7 +245,7 @@ class PostgresLoader(ArchiveLoader):
                 "SELECT s.space, s.key FROM tl_stage_vectors s WHERE NOT EXISTS (SELECT 1 "
                 "FROM vectors x WHERE x.space = s.space AND x.key = s.key AND x.v = s.v) "
                 "LIMIT 1").fetchone()
-            if differs is not None:
+            if differs is not None and "vectors" not in self.keep_existing:
                 raise vector_differs(differs[0], differs[1])
             self._count_skipped("vectors", len(rows) - len(added))
         self._count_vectors([(str(s), int(k)) for s, k in added])
