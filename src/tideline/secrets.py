@@ -269,14 +269,11 @@ def _scan(text: str, lowered: str) -> list[tuple[int, int, str]]:
     aligned = len(lowered) == len(text)  # else (a rare 'İ') positions differ: search all
     spans: list[tuple[int, int, int, str]] = []
     runs = [m.span() for m in _RUN.finditer(text)] if aligned else []
-    hits = _run_hits(text, runs)
-    for priority, rule in enumerate(_all_rules()):
+    rules = _all_rules()
+    for priority in _candidates(lowered, runs, aligned):
+        rule = rules[priority]
         if rule.run and aligned:
-            if priority not in hits:
-                continue  # none of its keywords in a run of token characters
             found: Iterator[re.Match[str]] = _run_matches(rule, text, lowered, runs)
-        elif rule.keywords and not any(k in lowered for k in rule.keywords):
-            continue
         else:
             found = _matches(rule, text, lowered, aligned)
         for m in found:
@@ -302,6 +299,46 @@ def _scan(text: str, lowered: str) -> list[tuple[int, int, str]]:
 
 
 @functools.cache
+def _text_index(with_token_rules: bool) -> tuple[tuple[tuple[str, tuple[int, ...]], ...],
+                                                 tuple[int, ...]]:
+    """Rules by keyword (rule positions), and the rules without keywords; the token rules
+    only ``with_token_rules`` (else they are looked up in the runs, not the whole text)."""
+    by_keyword: dict[str, list[int]] = {}
+    always = []
+    for priority, rule in enumerate(_all_rules()):
+        if rule.run and not with_token_rules:
+            continue
+        if not rule.keywords:
+            always.append(priority)
+        for keyword in rule.keywords:
+            by_keyword.setdefault(keyword, []).append(priority)
+    return tuple((k, tuple(v)) for k, v in by_keyword.items()), tuple(always)
+
+
+def _candidates(lowered: str, runs: list[tuple[int, int]], aligned: bool) -> list[int]:
+    """The rules worth trying on a text, in priority order.
+
+    Each distinct keyword is looked for once, however many rules share it (a substring
+    search over the text is the cost that counts); a token rule needs its keyword inside
+    a run of token characters (when positions align), so its keywords are looked for in
+    the runs only, and a text without runs skips every token rule at once.
+    """
+    by_keyword, always = _text_index(not aligned)
+    found = set(always)
+    for keyword, priorities in by_keyword:
+        if keyword in lowered:
+            found.update(priorities)
+    if aligned and runs:
+        pieces = [lowered[lo:hi] for lo, hi in runs]
+        run_keywords, run_always = _run_index()
+        found.update(run_always)
+        for keyword, priorities in run_keywords:
+            if any(keyword in piece for piece in pieces):
+                found.update(priorities)
+    return sorted(found)
+
+
+@functools.cache
 def _run_index() -> tuple[tuple[tuple[str, tuple[int, ...]], ...], frozenset[int]]:
     """Token rules by keyword (rule positions), and the token rules without keywords."""
     by_keyword: dict[str, list[int]] = {}
@@ -314,20 +351,6 @@ def _run_index() -> tuple[tuple[tuple[str, tuple[int, ...]], ...], frozenset[int
         for keyword in rule.keywords:
             by_keyword.setdefault(keyword, []).append(priority)
     return tuple((k, tuple(v)) for k, v in by_keyword.items()), frozenset(always)
-
-
-def _run_hits(text: str, runs: list[tuple[int, int]]) -> set[int]:
-    """The token rules worth trying: a keyword of theirs occurs in one of the runs."""
-    if not runs:
-        return set()
-    by_keyword, always = _run_index()
-    hits = set(always)
-    for lo, hi in runs:
-        piece = text[lo:hi].lower()
-        for keyword, priorities in by_keyword:
-            if keyword in piece:
-                hits.update(priorities)
-    return hits
 
 
 def _run_matches(rule: _Rule, text: str, lowered: str,
