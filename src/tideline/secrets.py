@@ -234,7 +234,7 @@ _VALUE_GROUPS = ("v", "v2", "v3")
 _RUN = re.compile(r"[A-Za-z0-9_+/=.~%$-]{16,}")
 # Every rule's match holds a run of 16 token characters or one of these words; a text
 # with neither is let through after a few substring searches.
-_LONG_RUN = re.compile(r"[A-Za-z0-9_+/=.~-]{16}")
+_LONG_RUN = re.compile(r"[A-Za-z0-9_+/=.~%$-]{16}")
 _GATE_WORDS = ("://", "pass", "pwd", "secret", "token", "key", "auth", "credential", "basic",
                "-----begin", "mysql", "mariadb", "identified", "sess", "sid=", "ssws", "login",
                "machine")
@@ -425,8 +425,8 @@ _SECRETISH = re.compile(r"[0-9!@#$%^&*_+=~?/\\-]")
 
 def _plausible(m: re.Match[str], text: str, start: int, end: int) -> bool:
     """Whether an assignment's value may be a secret (see :class:`_Rule`)."""
-    value = text[start:end].strip()
-    if value.startswith("[REDACTED:") or _PLACEHOLDER.match(value):
+    value = text[start:end].strip().strip("`")  # a Markdown code span's edge is no secret
+    if not value or value.startswith("[REDACTED:") or _PLACEHOLDER.match(value):
         return False
     name_at = m.start()
     if name_at and text[name_at - 1].isalnum() and not (
