@@ -259,16 +259,26 @@ def find_secrets(text: str) -> list[tuple[int, int, str]]:
     if len(text) < 8:
         return []
     lowered = text.lower()
-    if not (_LONG_RUN.search(text) or any(w in lowered for w in _GATE_WORDS)):
+    first = _LONG_RUN.search(text)
+    if not (first or any(w in lowered for w in _GATE_WORDS)):
         return []  # most names, tags and short sentences: no rule can match
-    return _scan(text, lowered)
+    if first is None or len(lowered) != len(text):
+        return _scan(text, lowered, [])
+    # The runs start at the first one the gate found: the text before it has none.
+    return _scan(text, lowered, [m.span() for m in _RUN.finditer(text, first.start())])
 
 
-def _scan(text: str, lowered: str) -> list[tuple[int, int, str]]:
-    """Every rule over ``text`` (``lowered`` is ``text.lower()``), overlaps resolved."""
+def _scan(text: str, lowered: str,
+          runs: list[tuple[int, int]] | None = None) -> list[tuple[int, int, str]]:
+    """Every rule over ``text`` (``lowered`` is ``text.lower()``), overlaps resolved.
+
+    ``runs``: the text's runs of token characters when already known ([] when the fast
+    gate found none), else found here.
+    """
     aligned = len(lowered) == len(text)  # else (a rare 'İ') positions differ: search all
     spans: list[tuple[int, int, int, str]] = []
-    runs = [m.span() for m in _RUN.finditer(text)] if aligned else []
+    if runs is None or not aligned:
+        runs = [m.span() for m in _RUN.finditer(text)] if aligned else []
     rules = _all_rules()
     for priority in _candidates(lowered, runs, aligned):
         rule = rules[priority]
@@ -329,11 +339,12 @@ def _candidates(lowered: str, runs: list[tuple[int, int]], aligned: bool) -> lis
         if keyword in lowered:
             found.update(priorities)
     if aligned and runs:
-        pieces = [lowered[lo:hi] for lo, hi in runs]
+        # One string of the runs (no keyword holds a space): one C search per keyword.
+        pieces = " ".join(lowered[lo:hi] for lo, hi in runs)
         run_keywords, run_always = _run_index()
         found.update(run_always)
         for keyword, priorities in run_keywords:
-            if any(keyword in piece for piece in pieces):
+            if keyword in pieces:
                 found.update(priorities)
     return sorted(found)
 
