@@ -47,9 +47,13 @@ def test_the_corpus_has_at_least_70_kinds_and_the_rules_come_from_the_data_file(
     assert {"groq-key", "vault-token", "okta-token", "session-cookie"} <= set(SECRET_LABELS)
 
 
-def test_the_redactor_catches_95_percent_of_the_corpus() -> None:
-    missed = [k.name for k in KINDS if k.needle in redact_secrets(k.text)[0]]
-    assert 1 - len(missed) / len(KINDS) >= TARGET, missed
+@pytest.mark.parametrize("seed", [33, 7, 101])
+def test_the_redactor_catches_every_kind_of_the_corpus(seed: int) -> None:
+    """The target is 95 % on a corpus the team does not see; on this one, every kind (a
+    rule that stops firing shows here, not hidden under the 5 %)."""
+    kinds = corpus(seed)
+    missed = [k.name for k in kinds if k.needle in redact_secrets(k.text)[0]]
+    assert missed == []
 
 
 def _store_bytes(store: Path) -> bytes:
