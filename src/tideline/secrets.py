@@ -19,13 +19,9 @@ the secret was for.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import functools
 import json
-import math
 import re
-from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -418,11 +414,17 @@ def _checks(rule: _Rule, secret: str) -> bool:
     if _PLACEHOLDER.match(secret):
         return False
     if rule.entropy:
+        import math  # here: a process that never meets such a rule never imports these
+        from collections import Counter
+
         counts = Counter(secret)
         bits = -sum(c / len(secret) * math.log2(c / len(secret)) for c in counts.values())
         if bits < rule.entropy:
             return False
     if rule.decoded:
+        import base64
+        import binascii
+
         try:
             plain = base64.b64decode(secret + "=" * (-len(secret) % 4))
         except (binascii.Error, ValueError):
