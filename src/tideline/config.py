@@ -224,6 +224,59 @@ class SleepTuning:
 
 
 @dataclass(frozen=True)
+class HttpTuning:
+    """``tideline serve --http``: how many MCP sessions, for how long, under which names.
+
+    Attributes:
+        session_idle_s: a session with no request for this long ends
+            (``$TIDELINE_HTTP_SESSION_IDLE_S``; the SDK's default was 30 minutes).
+        sessions_per_client: sessions one client address holds at once; its next new
+            session ends its least recently used one (``$TIDELINE_HTTP_SESSIONS_PER_CLIENT``).
+        max_sessions: sessions in all; a new one beyond it ends the least recently used
+            session of any client, so a new client is never refused
+            (``$TIDELINE_HTTP_MAX_SESSIONS``).
+        allowed_hosts: names besides the listening address that clients may put in
+            ``Host``/``Origin`` (a DNS name or a proxy in front of the server;
+            ``$TIDELINE_HTTP_ALLOWED_HOSTS``, comma-separated).
+    """
+
+    session_idle_s: float = 300.0
+    sessions_per_client: int = 16
+    max_sessions: int = 1000
+    allowed_hosts: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        idle = self.session_idle_s
+        if isinstance(idle, bool) or not isinstance(idle, int | float) or not 0 < idle < 1e9:
+            raise InvalidInput(f"http session_idle_s must be a positive number of seconds, "
+                               f"got {idle!r}")
+        for name in ("sessions_per_client", "max_sessions"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise InvalidInput(f"http {name} must be a whole number >= 1, got {value!r}")
+
+    @classmethod
+    def from_env(cls, env: Any) -> HttpTuning:
+        """The defaults, overridden by ``$TIDELINE_HTTP_*``.
+
+        Raises:
+            InvalidInput: a value that is not a number.
+        """
+        values: dict[str, Any] = {}
+        if env.get("TIDELINE_HTTP_SESSION_IDLE_S"):
+            values["session_idle_s"] = _float(env["TIDELINE_HTTP_SESSION_IDLE_S"],
+                                              "TIDELINE_HTTP_SESSION_IDLE_S")
+        for name in ("sessions_per_client", "max_sessions"):
+            var = f"TIDELINE_HTTP_{name.upper()}"
+            if env.get(var):
+                values[name] = _int(env[var], var)
+        if env.get("TIDELINE_HTTP_ALLOWED_HOSTS"):
+            values["allowed_hosts"] = tuple(
+                h.strip() for h in env["TIDELINE_HTTP_ALLOWED_HOSTS"].split(",") if h.strip())
+        return cls(**values)
+
+
+@dataclass(frozen=True)
 class Config:
     """Settings for one opened store.
 
@@ -278,6 +331,7 @@ class Config:
     recall: RecallTuning = field(default_factory=RecallTuning)
     dynamics: Dynamics = field(default_factory=Dynamics)
     sleep: SleepTuning = field(default_factory=SleepTuning)
+    http: HttpTuning = field(default_factory=HttpTuning)
 
     @classmethod
     def load(cls, **overrides: Any) -> Config:
@@ -316,6 +370,8 @@ class Config:
         if env.get("TIDELINE_KNOWN_PERSONS"):
             values["known_persons"] = tuple(
                 p.strip() for p in env["TIDELINE_KNOWN_PERSONS"].split(",") if p.strip())
+        if any(k.startswith("TIDELINE_HTTP_") for k in env):
+            values["http"] = HttpTuning.from_env(env)
         known = {f.name for f in dataclasses.fields(cls)}
         for key, value in overrides.items():
             if key not in known:

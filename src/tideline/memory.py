@@ -591,8 +591,10 @@ class Memory:
         source = one_path(path, "path")
         reembed = clean_flag(reembed, "reembed")
         clean_callback(progress)
-        return import_archive(self.store, self.embedder, source, reembed=reembed,
-                              progress=progress)
+        out = import_archive(self.store, self.embedder, source, reembed=reembed,
+                             progress=progress)
+        self._index_after_import(out.get("inserted"))
+        return out
 
     def migrate(self, to: str | Path, *, progress: Progress | None = None) -> dict[str, Any]:
         """Copy the whole store (every namespace) into an empty store directory or an
@@ -880,8 +882,17 @@ class Memory:
         """
         from tideline.ingest.importers import import_jsonl
 
-        return import_jsonl(self._rt, path, scope=scope, source=source, progress=progress,
-                            batch=batch)
+        out = import_jsonl(self._rt, path, scope=scope, source=source, progress=progress,
+                           batch=batch)
+        self._index_after_import(out.get("inserted"))
+        return out
+
+    def _index_after_import(self, inserted: Any) -> None:
+        """Build the vector indexes now rather than at the first recall (issue 33 item 13)."""
+        if inserted:
+            from tideline.recall.index_build import build_after_import
+
+            build_after_import(self._rt.vectors)
 
     def capture_turns(
         self, turns: Sequence[Mapping[str, Any]], *, source: str, scope: str | None = None,

@@ -19,19 +19,21 @@ the secret was for.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-__all__ = ["SECRET_LABELS", "find_secrets", "redact_json", "redact_secrets"]
+__all__ = ["SECRET_LABELS", "find_secrets", "redact_json", "redact_secrets", "rule_count"]
 
 
 @dataclass(frozen=True)
 class _Rule:
     label: str
-    pattern: re.Pattern[str]
+    regex: str
     keywords: tuple[str, ...]
     # Characters that may not touch the match on either side. Checked after the match
     # rather than with a look-behind, which would stop ``re`` from skipping ahead to
@@ -46,11 +48,27 @@ class _Rule:
     # ``dbPassword``, not ``monkey``), placeholders and references are no secrets, and a
     # ``name: value`` inside a sentence counts only when the value looks like one.
     assignment: bool = False
+    # Data rules (``secret_rules.json``): the secret's least Shannon entropy in bits per
+    # character, and a text its base64 decoding must hold.
+    entropy: float = 0.0
+    decoded: str | None = None
+    checked: bool = False  # a data rule: placeholders, entropy and decoding are checked
+    # A token rule: the match lies inside one run of token characters (``_RUN``), so it
+    # is tried only on the runs of a text; prose has few or none. ``context`` must then
+    # match the text just before the match.
+    run: bool = False
+    context: re.Pattern[str] | None = None
+
+    @functools.cached_property
+    def pattern(self) -> re.Pattern[str]:
+        # Compiled on first use: most rules never see their keyword in a process, and
+        # a hook that stores one turn should not pay for compiling a hundred patterns.
+        return re.compile(self.regex)
 
 
 def _rule(label: str, pattern: str, *keywords: str, edge: str | None = None,
           offset: int | None = 0, assignment: bool = False) -> _Rule:
-    return _Rule(label, re.compile(pattern), tuple(k.lower() for k in keywords),
+    return _Rule(label, pattern, tuple(k.lower() for k in keywords),
                  re.compile(f"[{edge}]") if edge else None, offset, assignment)
 
 
@@ -63,7 +81,7 @@ _SHAPED_VALUE = (r"(?:\"(?P<v>[^\"\\\n]{8,1000})\"|'(?P<v2>[^'\n]{8,1000})'"
 _ALNUM_EDGE = "A-Za-z0-9"
 _WORD_EDGE = "A-Za-z0-9_-"
 
-_RULES: tuple[_Rule, ...] = (
+_HEAD_RULES: tuple[_Rule, ...] = (
     # -- private keys ----------------------------------------------------------------
     _rule("pgp-private-key",
           r"-----BEGIN PGP PRIVATE KEY BLOCK-----[\s\S]*?"
@@ -128,6 +146,11 @@ _RULES: tuple[_Rule, ...] = (
     # -- AI providers: Anthropic before OpenAI, whose ``sk-`` prefix it shares ----------
     _rule("anthropic-key", r"sk-ant-[A-Za-z0-9_-]{20,}"),
     _rule("openai-key", r"sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+)
+
+# After the vendor formats of ``secret_rules.json`` (a rule's place is its priority when
+# two rules find the same span).
+_TAIL_RULES: tuple[_Rule, ...] = (
     # -- tokens by shape --------------------------------------------------------------
     _rule("jwt", r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     _rule("bearer-token",
@@ -160,15 +183,57 @@ _RULES: tuple[_Rule, ...] = (
     _rule("key", r"(?i:key)" + _NAME_END + _SHAPED_VALUE, "key", assignment=True),
 )
 
-#: Every label :func:`redact_secrets` can report, in rule order.
-SECRET_LABELS: tuple[str, ...] = tuple(dict.fromkeys(r.label for r in _RULES))
+
+@functools.cache
+def _data_rules() -> tuple[_Rule, ...]:
+    """The rules of ``secret_rules.json`` (parsed once, on the first text that needs them)."""
+    raw = Path(__file__).with_name("secret_rules.json").read_text(encoding="utf-8")
+    rules = []
+    for entry in json.loads(raw)["rules"]:
+        offset = int(entry.get("offset", 0))
+        edge = entry.get("edge")
+        context = entry.get("context")
+        rules.append(_Rule(
+            label=str(entry["label"]), regex=str(entry["regex"]),
+            keywords=tuple(str(k).lower() for k in entry["keywords"]),
+            edge=re.compile(f"[{edge}]") if edge else None,
+            offset=None if offset < 0 else offset,
+            entropy=float(entry.get("entropy", 0.0)), decoded=entry.get("decoded"),
+            checked=True, run=bool(entry.get("run", entry.get("kind") == "vendor")),
+            context=re.compile(context) if context else None))
+    return tuple(rules)
+
+
+@functools.cache
+def _all_rules() -> tuple[_Rule, ...]:
+    return (*_HEAD_RULES, *_data_rules(), *_TAIL_RULES)
+
+
+def rule_count() -> int:
+    """How many rules the redactor runs (the hand-written ones and the data file's)."""
+    return len(_all_rules())
+
+
+#: Every label :func:`redact_secrets` can report, in rule order (built on first access by
+#: the module ``__getattr__``: it needs the data file).
+SECRET_LABELS: tuple[str, ...]
+
+
+def __getattr__(name: str) -> Any:
+    # ``SECRET_LABELS`` needs the data file; built when asked for, not at import.
+    if name == "SECRET_LABELS":
+        return tuple(dict.fromkeys(r.label for r in _all_rules()))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 _VALUE_GROUPS = ("v", "v2", "v3")
+# A run of token characters, where a token rule's match must lie.
+_RUN = re.compile(r"[A-Za-z0-9_+/=.~%$-]{16,}")
 # Every rule's match holds a run of 16 token characters or one of these words; a text
 # with neither is let through after a few substring searches.
-_LONG_RUN = re.compile(r"[A-Za-z0-9_+/=.~-]{16}")
+_LONG_RUN = re.compile(r"[A-Za-z0-9_+/=.~%$-]{16}")
 _GATE_WORDS = ("://", "pass", "pwd", "secret", "token", "key", "auth", "credential", "basic",
-               "-----begin")
+               "-----begin", "mysql", "mariadb", "identified", "sess", "sid=", "ssws", "login",
+               "machine")
 _PLACEHOLDER = re.compile(
     r"^(?:\[REDACTED(?::[a-z0-9-]+)?\]|\*+|x{3,}|X{3,}|\.{3}|…|<[^<>]*>|\$\{?[A-Za-z_][\w.]*\}?"
     r"|\{\{[^{}]*\}\}|%\([^)]*\)s|%s|(?i:null|none|nil|true|false|undefined|required|optional"
@@ -190,21 +255,40 @@ def find_secrets(text: str) -> list[tuple[int, int, str]]:
     if len(text) < 8:
         return []
     lowered = text.lower()
-    if not (_LONG_RUN.search(text) or any(w in lowered for w in _GATE_WORDS)):
+    first = _LONG_RUN.search(text)
+    if not (first or any(w in lowered for w in _GATE_WORDS)):
         return []  # most names, tags and short sentences: no rule can match
-    return _scan(text, lowered)
+    if first is None or len(lowered) != len(text):
+        return _scan(text, lowered, [])
+    # The runs start at the first one the gate found: the text before it has none.
+    return _scan(text, lowered, [m.span() for m in _RUN.finditer(text, first.start())])
 
 
-def _scan(text: str, lowered: str) -> list[tuple[int, int, str]]:
-    """Every rule over ``text`` (``lowered`` is ``text.lower()``), overlaps resolved."""
+def _scan(text: str, lowered: str,
+          runs: list[tuple[int, int]] | None = None) -> list[tuple[int, int, str]]:
+    """Every rule over ``text`` (``lowered`` is ``text.lower()``), overlaps resolved.
+
+    ``runs``: the text's runs of token characters when already known ([] when the fast
+    gate found none), else found here.
+    """
     aligned = len(lowered) == len(text)  # else (a rare 'İ') positions differ: search all
     spans: list[tuple[int, int, int, str]] = []
-    for priority, rule in enumerate(_RULES):
-        for m in _matches(rule, text, lowered, aligned):
+    if runs is None or not aligned:
+        runs = [m.span() for m in _RUN.finditer(text)] if aligned else []
+    rules = _all_rules()
+    for priority in _candidates(lowered, runs, aligned):
+        rule = rules[priority]
+        if rule.run and aligned:
+            found: Iterator[re.Match[str]] = _run_matches(rule, text, lowered, runs)
+        else:
+            found = _matches(rule, text, lowered, aligned)
+        for m in found:
             start, end = _secret_span(m)
             if end <= start or (rule.edge is not None and _touches(rule.edge, text, m)):
                 continue
             if rule.assignment and not _plausible(m, text, start, end):
+                continue
+            if rule.checked and not _checks(rule, text[start:end]):
                 continue
             spans.append((start, end, priority, rule.label))
     if not spans:
@@ -220,7 +304,78 @@ def _scan(text: str, lowered: str) -> list[tuple[int, int, str]]:
     return _prefer_vendor(out, spans)
 
 
-def _matches(rule: _Rule, text: str, lowered: str, aligned: bool) -> Iterator[re.Match[str]]:
+@functools.cache
+def _text_index(with_token_rules: bool) -> tuple[tuple[tuple[str, tuple[int, ...]], ...],
+                                                 tuple[int, ...]]:
+    """Rules by keyword (rule positions), and the rules without keywords; the token rules
+    only ``with_token_rules`` (else they are looked up in the runs, not the whole text)."""
+    by_keyword: dict[str, list[int]] = {}
+    always = []
+    for priority, rule in enumerate(_all_rules()):
+        if rule.run and not with_token_rules:
+            continue
+        if not rule.keywords:
+            always.append(priority)
+        for keyword in rule.keywords:
+            by_keyword.setdefault(keyword, []).append(priority)
+    return tuple((k, tuple(v)) for k, v in by_keyword.items()), tuple(always)
+
+
+def _candidates(lowered: str, runs: list[tuple[int, int]], aligned: bool) -> list[int]:
+    """The rules worth trying on a text, in priority order.
+
+    Each distinct keyword is looked for once, however many rules share it (a substring
+    search over the text is the cost that counts); a token rule needs its keyword inside
+    a run of token characters (when positions align), so its keywords are looked for in
+    the runs only, and a text without runs skips every token rule at once.
+    """
+    by_keyword, always = _text_index(not aligned)
+    found = set(always)
+    for keyword, priorities in by_keyword:
+        if keyword in lowered:
+            found.update(priorities)
+    if aligned and runs:
+        # One string of the runs (no keyword holds a space): one C search per keyword.
+        pieces = " ".join(lowered[lo:hi] for lo, hi in runs)
+        run_keywords, run_always = _run_index()
+        found.update(run_always)
+        for keyword, priorities in run_keywords:
+            if keyword in pieces:
+                found.update(priorities)
+    return sorted(found)
+
+
+@functools.cache
+def _run_index() -> tuple[tuple[tuple[str, tuple[int, ...]], ...], frozenset[int]]:
+    """Token rules by keyword (rule positions), and the token rules without keywords."""
+    by_keyword: dict[str, list[int]] = {}
+    always = set()
+    for priority, rule in enumerate(_all_rules()):
+        if not rule.run:
+            continue
+        if not rule.keywords or rule.offset is None:
+            always.add(priority)
+        for keyword in rule.keywords:
+            by_keyword.setdefault(keyword, []).append(priority)
+    return tuple((k, tuple(v)) for k, v in by_keyword.items()), frozenset(always)
+
+
+def _run_matches(rule: _Rule, text: str, lowered: str,
+                 runs: list[tuple[int, int]]) -> Iterator[re.Match[str]]:
+    """A token rule's matches: inside the runs of token characters only."""
+    for lo, hi in runs:
+        if rule.keywords and rule.offset is not None:
+            found: Iterator[re.Match[str]] = _matches(rule, text, lowered, True, lo, hi)
+        else:
+            found = rule.pattern.finditer(text, lo, hi)
+        for m in found:
+            if rule.context is None or rule.context.search(
+                    text, max(0, m.start() - 80), m.start()):
+                yield m
+
+
+def _matches(rule: _Rule, text: str, lowered: str, aligned: bool,
+             lo: int = 0, hi: int | None = None) -> Iterator[re.Match[str]]:
     """The rule's matches, tried only where one of its keywords occurs."""
     if not rule.keywords:  # the pattern opens with a literal: ``re`` skips to it fast
         yield from rule.pattern.finditer(text)
@@ -229,13 +384,14 @@ def _matches(rule: _Rule, text: str, lowered: str, aligned: bool) -> Iterator[re
         if any(k in lowered for k in rule.keywords):
             yield from rule.pattern.finditer(text)
         return
+    hi = len(text) if hi is None else hi
     starts: set[int] = set()
     for keyword in rule.keywords:
-        at = lowered.find(keyword)
+        at = lowered.find(keyword, lo, hi)
         while at >= 0:
-            if at >= rule.offset:
+            if at - rule.offset >= lo:
                 starts.add(at - rule.offset)
-            at = lowered.find(keyword, at + 1)
+            at = lowered.find(keyword, at + 1, hi)
     reached = -1
     for start in sorted(starts):
         if start < reached:
@@ -252,17 +408,42 @@ def _touches(edge: re.Pattern[str], text: str, m: re.Match[str]) -> bool:
     return bool(edge.match(before) or edge.match(after))
 
 
+def _checks(rule: _Rule, secret: str) -> bool:
+    """A data rule's entropy and decoding conditions on the found ``secret``."""
+    secret = secret.strip("'\"")
+    if _PLACEHOLDER.match(secret):
+        return False
+    if rule.entropy:
+        import math  # here: a process that never meets such a rule never imports these
+        from collections import Counter
+
+        counts = Counter(secret)
+        bits = -sum(c / len(secret) * math.log2(c / len(secret)) for c in counts.values())
+        if bits < rule.entropy:
+            return False
+    if rule.decoded:
+        import base64
+        import binascii
+
+        try:
+            plain = base64.b64decode(secret + "=" * (-len(secret) % 4))
+        except (binascii.Error, ValueError):
+            return False
+        return rule.decoded.encode() in plain
+    return True
+
+
 _SECRETISH = re.compile(r"[0-9!@#$%^&*_+=~?/\\-]")
 
 
 def _plausible(m: re.Match[str], text: str, start: int, end: int) -> bool:
     """Whether an assignment's value may be a secret (see :class:`_Rule`)."""
-    value = text[start:end].strip()
-    if value.startswith("[REDACTED:") or _PLACEHOLDER.match(value):
+    value = text[start:end].strip().strip("`")  # a Markdown code span's edge is no secret
+    if not value or value.startswith("[REDACTED:") or _PLACEHOLDER.match(value):
         return False
     name_at = m.start()
     if name_at and text[name_at - 1].isalnum() and not (
-            text[name_at].isupper() and text[name_at - 1].islower()):
+            text[name_at].isupper() and text[name_at - 1].islower()) and not _env_password(text, m):
         return False  # ``monkey = …``, ``bypass: …``: the word is not the name's end
     if m.group("sep") != ":" or m.group("v3") is None:
         return True
@@ -270,6 +451,18 @@ def _plausible(m: re.Match[str], text: str, start: int, end: int) -> bool:
     if not text[line_start:m.start()].strip(" \t-{,\"'"):
         return True  # YAML, a config line, a header: the name opens its line
     return bool(_SECRETISH.search(value))
+
+
+_ENV_PASSWORD = re.compile(r"[A-Z0-9_]*PASS(?:WORD|WD|PHRASE)")
+
+
+def _env_password(text: str, m: re.Match[str]) -> bool:
+    """``PGPASSWORD=``, ``DBPASSWORD=``: an upper-case variable name ending in PASSWORD."""
+    start = m.start()
+    while start and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    name = text[start:m.start("sep")].rstrip(" \t\"'")
+    return _ENV_PASSWORD.fullmatch(name) is not None
 
 
 def _secret_span(m: re.Match[str]) -> tuple[int, int]:

@@ -95,10 +95,15 @@ def serve(
     try:
         server = build_server(mem)
         if http:
-            sys.stderr.write(f"tideline: MCP over HTTP at http://{host}:{port}{path} "
-                             f"(project {mem.project or 'global'}, "
-                             f"{'token required' if token else 'no token: loopback only'})\n")
-            serve_http(server, host=host, port=port, token=token, path=path)
+            def announce(bound: int) -> None:  # called once the socket is bound
+                sys.stderr.write(f"tideline: MCP over HTTP at http://{host}:{bound}{path} "
+                                 f"(project {mem.project or 'global'}, "
+                                 f"{'token required' if token else 'no token: loopback only'})"
+                                 "\n")
+                sys.stderr.flush()
+
+            serve_http(server, host=host, port=port, token=token, path=path,
+                       tuning=mem.config.http, on_listening=announce)
         else:
             serve_stdio(server)
     finally:

@@ -3,8 +3,8 @@
 HTTP listens on loopback by default. Listening on any other address requires a
 token (``TIDELINE_MCP_TOKEN`` or ``--token-file``, never a command-line value, which
 ``ps`` would show to every user), checked on every request in constant time; a token
-given on loopback is enforced too. The SDK's DNS
-rebinding protection stays on for loopback hosts.
+given on loopback is enforced too. Host and Origin are checked on every address, and
+sessions are bounded per client and expire when idle (:mod:`tideline.mcp.http_guard`).
 """
 
 from __future__ import annotations
@@ -13,14 +13,16 @@ import hmac
 import ipaddress
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tideline.config import HttpTuning
 from tideline.errors import InvalidInput
+from tideline.mcp.http_guard import SessionBudget, bind, log_config, transport_security
 
 __all__ = ["BearerAuth", "is_loopback", "read_token", "serve_http", "serve_stdio"]
 
@@ -106,25 +108,46 @@ def check_binding(host: str, token: str | None) -> None:
 
 
 def http_app(server: MCPServer[Any], *, host: str, token: str | None,
-             path: str = "/mcp") -> ASGIApp:
-    """The streamable-HTTP ASGI app, behind :class:`BearerAuth` when a token is set."""
-    app: ASGIApp = server.streamable_http_app(streamable_http_path=path, host=host)
+             path: str = "/mcp", tuning: HttpTuning | None = None) -> ASGIApp:
+    """The streamable-HTTP ASGI app: Host/Origin checked on every address, sessions
+    bounded (:class:`~tideline.mcp.http_guard.SessionBudget`), behind :class:`BearerAuth`
+    when a token is set."""
+    tuning = tuning or HttpTuning()
+    app: ASGIApp = server.streamable_http_app(
+        streamable_http_path=path, host=host,
+        transport_security=transport_security(host, tuning.allowed_hosts),
+        session_idle_timeout=tuning.session_idle_s,
+        max_sessions=None)  # SessionBudget bounds them, ending the least recent instead of 503
+    app = SessionBudget(app, per_client=tuning.sessions_per_client,
+                        max_total=tuning.max_sessions, idle_s=tuning.session_idle_s)
     return BearerAuth(app, token) if token else app
 
 
 def serve_http(server: MCPServer[Any], *, host: str = "127.0.0.1", port: int = 8765,
-               token: str | None = None, path: str = "/mcp") -> None:
+               token: str | None = None, path: str = "/mcp", tuning: HttpTuning | None = None,
+               on_listening: Callable[[int], None] | None = None) -> None:
     """Serve over streamable HTTP until interrupted.
 
+    The socket is bound first; only then is ``on_listening`` called (with the port, the
+    real one when ``port`` is 0), so nothing announces a server that cannot listen.
+
     Raises:
-        InvalidInput: see :func:`check_binding`.
+        InvalidInput: see :func:`check_binding`; or the port is in use (the message names
+            it) or cannot be bound.
     """
     import uvicorn
 
     check_binding(host, token)
-    config = uvicorn.Config(http_app(server, host=host, token=token, path=path), host=host,
-                            port=port, log_level="warning", lifespan="on")
-    uvicorn.Server(config).run()
+    sock = bind(host, port)
+    try:
+        config = uvicorn.Config(http_app(server, host=host, token=token, path=path,
+                                         tuning=tuning),
+                                log_config=log_config(), log_level="warning", lifespan="on")
+        if on_listening is not None:
+            on_listening(int(sock.getsockname()[1]))
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
 
 
 def serve_stdio(server: MCPServer[Any]) -> None:

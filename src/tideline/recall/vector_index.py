@@ -374,14 +374,17 @@ class VectorIndex:
                 return hits
             fetch *= 4
 
-    def save(self) -> None:
+    def save(self, *, force: bool = True) -> None:
         """Persist the in-memory index atomically (no-op if nothing was loaded).
+
+        Args:
+            force: write even when a saved file already covers this state (False: skip).
 
         Raises:
             OSError: the directory or file could not be written.
         """
         with self._sync_lock:
-            self._save_locked(force=True)
+            self._save_locked(force=force)
 
     def close(self) -> None:
         """Save if enough changes are unsaved, then drop the in-memory index.

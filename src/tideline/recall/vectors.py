@@ -91,6 +91,15 @@ class VectorSpaces:
             sizes[self.store.space(kind, scope)] = len(idx)
         return sizes
 
+    def build_all(self) -> dict[str, int]:
+        """Bring every space's index up to date (incrementally from a saved file where
+        one exists, else built) and save it, so a new process loads it; returns sizes."""
+        sizes: dict[str, int] = {}
+        for kind, scope, idx in self._every():
+            idx.save(force=False)  # a rebuild during the sync has saved it already
+            sizes[self.store.space(kind, scope)] = len(idx)
+        return sizes
+
     def warm(self) -> dict[str, int]:
         """Open and sync every space's index (a new host's first search would build or
         load it); returns the vectors per space."""
