@@ -284,7 +284,10 @@ def _cluster_map(cons: ConsolidationStore, attention: dict[str, Any]) -> dict[st
     if len(rows) >= 3:
         from sklearn.decomposition import PCA
 
-        xy = PCA(n_components=2, random_state=0).fit_transform(mat)
+        from tideline.quiet import quiet
+
+        with quiet():  # a library's warning is no line for the user's terminal
+            xy = PCA(n_components=2, random_state=0).fit_transform(mat)
     else:
         xy = np.array([[float(i), 0.0] for i in range(len(rows))])
     biggest = max((info[r[0]]["size"] for r in rows if r[0] in info), default=1) or 1
