@@ -90,7 +90,7 @@ def build_report(rt: Runtime, *, days: int = 30, now: float | None = None) -> di
     return {
         "generated_at": iso(end),
         "window": {"days": days, "since": iso(since), "until": iso(end)},
-        "store": str(rt.config.home), "namespace": rt.config.namespace,
+        "store": _where(rt), "namespace": rt.config.namespace,
         "embedder": rt.embedder.marker,
         "totals": totals,
         "growth": growth, "gate": gate, "recall": recall, "feedback": feedback,
@@ -299,3 +299,12 @@ def _cluster_map(cons: ConsolidationStore, attention: dict[str, Any]) -> dict[st
                        "heat": c.get("heat", 0.0), "x": round(x, 4), "y": round(y, 4),
                        "r": round(c.get("size", 0) / biggest, 4)})
     return {"points": points}
+
+
+def _where(rt: Runtime) -> str:
+    """Where the data lives, as the report names it: the SQLite store's directory, or the
+    PostgreSQL database (its URL, password masked) — not the local state folder, which
+    holds no memories there."""
+    if rt.store.backend == "sqlite":
+        return str(rt.config.home)
+    return str(rt.store.describe()["database"])
