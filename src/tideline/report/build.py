@@ -219,8 +219,10 @@ def _dynamics(rt: Runtime, cons: ConsolidationStore, rs: ReportStore, since: flo
         ret = strength * np.power(2.0, -np.maximum(0.0, now - last) / 86_400.0 / stab)
         status = np.array([r[1] for r in rows])
         live = status != "dormant"
+        # Fading means losing what it held: a young store, whose memories all keep most
+        # of their retention, has none (it listed every memory).
         order = np.argsort(np.where(live, ret, np.inf), kind="stable")[:10]
-        fading_ids = [int(row_ids[i]) for i in order if live[i]]
+        fading_ids = [int(row_ids[i]) for i in order if live[i] and ret[i] < FADING_BELOW]
         hist = np.histogram(np.clip(ret, 0, 1), bins=10, range=(0.0, 1.0))[0].tolist()
         current = {"memories": len(rows), "mean": round(float(ret.mean()), 4),
                    "p10": round(float(np.percentile(ret, 10)), 4),
@@ -235,11 +237,16 @@ def _dynamics(rt: Runtime, cons: ConsolidationStore, rs: ReportStore, since: flo
         "reinforced": reinforced,
         "fading": {"lowest_retention": [_item(frecs[i], now, dyn) for i in fading_ids
                                         if i in frecs],
+                   "below": FADING_BELOW,
                    "dormant": int(sum(1 for r in rows if r[1] == "dormant")),
                    "dormant_below": dyn.dormant_below},
         "retention": {"current": current, "snapshots": cons.snapshots(200),
                       "model": {k: v[::4] for k, v in curves(dyn, 120, 0.5).items()}},
     }
+
+
+#: A live memory is listed as fading once its retention is under this (half lost).
+FADING_BELOW = 0.5
 
 
 def _sleeps(rs: ReportStore, since: float) -> dict[str, Any]:
