@@ -43,6 +43,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -299,6 +300,22 @@ def _answer(mem: Any, request: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "result": result.to_dict()}
 
 
+def _preload_segmenter(mem: Any) -> None:
+    """Load the CJK segmenter in the background when the store speaks a CJK language.
+
+    Its dictionary costs about a second to load — on the first Chinese or Japanese
+    prompt of the session, unless loaded here; a store without CJK text never pays it
+    (nor its memory). The server answers meanwhile: a CJK prompt that arrives during the
+    load waits for it, as it would have anyway.
+    """
+    from tideline.text import has_cjk, preload_segmenter
+
+    recent = mem.store.list_memories(limit=200)
+    if any(has_cjk(r.text) for r in recent):
+        threading.Thread(target=preload_segmenter, name="tideline-segmenter",
+                         daemon=True).start()
+
+
 def _clear_marker(home: Path, namespace: str) -> None:
     marker = _marker(home, namespace)
     try:
@@ -354,6 +371,7 @@ def serve(home: Path, namespace: str, *, idle: float | None = None,
 
         with contextlib.suppress(TidelineError):  # a warm-up, not an answer anyone waits for
             mem.inject_prefetch("warm up", recent="bridge", log=False)
+        _preload_segmenter(mem)
     except BaseException:
         _clear_marker(home, namespace)
         lock.close()
