@@ -2,7 +2,7 @@
 
 jieba's dictionary costs about a second to load, paid by the first CJK query of a
 process. The warm hook process of a store that holds CJK text now loads it ahead (in
-the background, before any CJK prompt), and jieba keeps its built dictionary in a
+its warm-up, before its socket opens), and jieba keeps its built dictionary in a
 per-user cache folder (``$XDG_CACHE_HOME/tideline``) rather than the shared /tmp. The
 proof is the cache file a real warm server writes there without being asked a CJK
 query; a store without CJK text never loads it.

@@ -43,7 +43,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -301,19 +300,19 @@ def _answer(mem: Any, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _preload_segmenter(mem: Any) -> None:
-    """Load the CJK segmenter in the background when the store speaks a CJK language.
+    """Load the CJK segmenter with the rest of the warm-up when the store speaks a CJK
+    language.
 
     Its dictionary costs about a second to load — on the first Chinese or Japanese
-    prompt of the session, unless loaded here; a store without CJK text never pays it
-    (nor its memory). The server answers meanwhile: a CJK prompt that arrives during the
-    load waits for it, as it would have anyway.
+    prompt of the session, unless loaded here, before the socket opens (like the model:
+    the first answer is as quick as the later ones); a store without CJK text never
+    pays it, nor its memory.
     """
     from tideline.text import has_cjk, preload_segmenter
 
     recent = mem.store.list_memories(limit=200)
     if any(has_cjk(r.text) for r in recent):
-        threading.Thread(target=preload_segmenter, name="tideline-segmenter",
-                         daemon=True).start()
+        preload_segmenter()
 
 
 def _clear_marker(home: Path, namespace: str) -> None:
