@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.backend import scalar
+from tests.backend import Backend, scalar
 from tests.embed.test_degrade import MODEL, Endpoint
 
 from tideline import Memory
@@ -60,5 +60,37 @@ def test_a_store_whose_endpoint_never_answered_is_written_then_healed(
                           (first["id"], second["id"], third["id"])) == 3
         found = cli("recall", "which database does atlas use", "--scope", "atlas")
         assert found["degraded"] is None and found["items"]
+    finally:
+        endpoint.stop()
+
+
+@pytest.mark.backends
+def test_the_provisional_marker_is_fixed_on_both_backends(
+        tmp_path: Path, backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same through the API, on SQLite and PostgreSQL: the marker lives in the
+    database's ``db_meta`` and is fixed there once the endpoint answers."""
+    endpoint = Endpoint()
+    endpoint.start()
+    endpoint.stop()
+    monkeypatch.setenv("TIDELINE_EMBED_URL", endpoint.url)
+    monkeypatch.setenv("TIDELINE_EMBED_MODEL", MODEL)
+    monkeypatch.delenv("TIDELINE_EMBEDDER", raising=False)
+    home = tmp_path / "s"
+    with backend.open(home, embedder="http", project="global") as mem:
+        backend.check(mem)
+        wrote = mem.remember("the nightly export runs at 02:00", scope="atlas")
+        assert wrote.vector_pending and mem.embedder.marker == f"http-pending:{MODEL}/1"
+    with backend.open(home, project="global") as mem:  # still down: still provisional
+        assert mem.embedder.marker == f"http-pending:{MODEL}/1"
+        assert mem.recall("nightly export", scope="atlas").items[0].id == wrote.id
+    endpoint.start()
+    try:
+        with backend.open(home, project="global") as mem:
+            assert mem.embedder.marker == f"http:{MODEL}/384"
+            mem.sleep()
+            packet = mem.recall("when does the nightly export run", scope="atlas")
+            assert packet.degraded is None and packet.items[0].id == wrote.id
+        with backend.open(home, project="global") as mem:
+            assert mem.embedder.marker == f"http:{MODEL}/384"
     finally:
         endpoint.stop()
