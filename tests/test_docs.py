@@ -34,10 +34,51 @@ def test_readme_python(tmp_path: Path, code: str) -> None:
     assert "PostgreSQL" in proc.stdout
 
 
+def _error_codes() -> set[str]:
+    from tideline.mcp.errors import JSONRPC_CODES
+
+    return set(JSONRPC_CODES)
+
+
+def checked(code: str) -> str:
+    """The snippet with what its comments claim turned into checks.
+
+    A command whose comment names an error code (``# another project's id: not_found``)
+    must fail with that code: the line becomes "run it, expect a failure whose stderr
+    names the code". Every other line must succeed (``bash -e``).
+    """
+    codes = _error_codes()
+    out: list[str] = []
+    for line in code.splitlines():
+        command, _, comment = line.partition("  # ")
+        claimed = [c for c in re.findall(r"\b[a-z_]+\b", comment) if c in codes]
+        if claimed and command.strip() and not command.rstrip().endswith("\\"):
+            want = claimed[-1]
+            out.append(f"if {command.strip()} 2>claim.err; then echo 'README claims "
+                       f"{want}, but it succeeded: {command.strip()}' >&2; exit 1; fi; "
+                       f"grep -q ': {want}: ' claim.err || {{ cat claim.err >&2; "
+                       f"echo 'README claims {want}: {command.strip()}' >&2; exit 1; }}")
+        else:
+            out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def test_a_claimed_error_is_checked(tmp_path: Path) -> None:
+    """The check itself: a claim the command does not bear out fails the snippet."""
+    env = dict(os.environ)
+    wrong = checked("true                 # would be not_found\n")
+    right = checked("sh -c 'echo \"tideline: error: not_found: no memory\" >&2; exit 4'"
+                    "  # not_found\n")
+    assert subprocess.run(["bash", "-euo", "pipefail", "-c", wrong], env=env,
+                          capture_output=True, cwd=tmp_path).returncode != 0
+    assert subprocess.run(["bash", "-euo", "pipefail", "-c", right], env=env,
+                          capture_output=True, cwd=tmp_path).returncode == 0
+
+
 @pytest.mark.parametrize("code", [c for lang, c in BLOCKS if lang == "bash"
                                   and not c.lstrip().startswith("make")])
 def test_readme_shell(tmp_path: Path, code: str) -> None:
-    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=tmp_path,
+    proc = subprocess.run(["bash", "-euo", "pipefail", "-c", checked(code)], cwd=tmp_path,
                           env=_env(tmp_path), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

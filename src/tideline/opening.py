@@ -67,6 +67,11 @@ def resolve(
         instance = make_embedder(cfg.embedder, url=cfg.embed_url, model=cfg.embed_model)
     else:
         instance = embedder
+    if instance.name in ("http", "http-pending"):
+        from tideline.embed.pending import settle
+
+        known = stored or peek_meta(cfg.home, "embedder", database=cfg.database)
+        instance = settle(instance, known)  # type: ignore[assignment]
     if project is not None:
         clean_name(project, "project", cfg.caps)
     return cfg, instance, detect_project(explicit=project)

@@ -21,7 +21,7 @@ from tideline.embed.guard import EmbedGuard
 from tideline.errors import InvalidInput, NotFound
 from tideline.models import KINDS, MemoryRecord, Turn, compute_weight
 from tideline.recall.engine import RecallEngine
-from tideline.scopes import default_scope, visible_scopes
+from tideline.scopes import GLOBAL, default_scope, visible_scopes
 from tideline.store import open_store
 from tideline.write.path import Writer
 from tideline.write.validate import (
@@ -201,14 +201,21 @@ class Runtime:
         weights = {k: clean_weight(f[k], k) for k in
                    ("importance", "emotional", "recurrence", "unresolved")}
         links = clean_ids(f["source_links"], "source_links", caps.source_links)
+        scope = self.scope(f["scope"], write=True, kind=kind)
         if links:
-            known = self.store.get_turns(links)
+            # Another project's turn is refused exactly like an absent one (same error,
+            # same text): the answer must not tell a project which ids exist elsewhere.
+            # A global memory (a preference said in a project) may cite the current
+            # project's turns, which the project's reads see beside it.
+            visible = visible_scopes(scope) + ([self.project] if scope == GLOBAL and
+                                              self.project else [])
+            known = {i for i, t in self.store.get_turns(links).items() if t.scope in visible}
             unknown = [i for i in links if i not in known]
             if unknown:
                 raise InvalidInput(f"source_links name unknown turn ids: {unknown[:5]}")
         return MemoryRecord(
             id=0,
-            scope=self.scope(f["scope"], write=True, kind=kind),
+            scope=scope,
             kind=kind,
             gesture=clean_text(f["gesture"], "gesture", caps.gesture_chars, required=True),
             context=clean_text(f["context"], "context", caps.field_chars),

@@ -18,11 +18,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import re
 import threading
 import unicodedata
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -40,6 +42,7 @@ __all__ = [
     "cut",
     "cut_for_search",
     "has_cjk",
+    "preload_segmenter",
     "index_text",
     "index_tokens",
     "keyword_coverage",
@@ -145,7 +148,14 @@ _jieba_lock = threading.Lock()
 
 
 def _load_jieba() -> Any:
-    """Import and initialise jieba once, silently (no log lines, no warnings)."""
+    """Import and initialise jieba once, silently (no log lines, no warnings).
+
+    Its prefix dictionary (~500k entries) costs about a second to load; the warm hook
+    process loads it ahead (:func:`preload_segmenter`) so a session's first Chinese or
+    Japanese prompt does not pay it. jieba caches the built dictionary in a per-user
+    cache folder (:func:`_segmenter_cache`) instead of the shared temporary folder, where
+    another user's cache file cannot be replaced and a cleaned /tmp rebuilds it.
+    """
     global _jieba
     if _jieba is None:
         with _jieba_lock:
@@ -155,9 +165,29 @@ def _load_jieba() -> Any:
                     import jieba
 
                     jieba.setLogLevel(logging.WARNING)
+                    cache = _segmenter_cache()
+                    if cache is not None:
+                        jieba.dt.tmp_dir = str(cache)
                     jieba.initialize()
                 _jieba = jieba
     return _jieba
+
+
+def _segmenter_cache() -> Path | None:
+    """``$XDG_CACHE_HOME/tideline`` (default ``~/.cache/tideline``), private; None when it
+    cannot be made (then jieba keeps its own default)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    folder = Path(base) / "tideline"
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK) else None
+
+
+def preload_segmenter() -> None:
+    """Load the CJK word segmenter now (a warm process, before the first CJK query)."""
+    _load_jieba()
 
 
 def cut(text: str) -> list[str]:

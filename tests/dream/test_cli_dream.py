@@ -159,3 +159,21 @@ def test_dream_sleeps_first_unless_told_not_to(tmp_path: Path) -> None:
     text = run("dream", "--provider", "command", "--command", cmd, "--layers", "comb",
                store=store).stdout
     assert text.startswith("sleep: ") and "comb: applied" in text
+
+
+def test_no_provider_fails_before_the_sleep_and_writes_nothing(tmp_path: Path) -> None:
+    """Issue 28 §2.5: `tideline dream` without a provider ran a whole sleep and wrote a
+    backup before it failed (exit 30). Now the typed error comes first."""
+    store, _ = _setup(tmp_path)
+    before = sorted(p.relative_to(store) for p in store.rglob("*") if p.is_file()
+                    and not p.name.endswith(("-wal", "-shm")))
+    events = run("introspect", "--json", store=store).stdout
+    err = run("dream", store=store, code=30).stderr
+    assert err.startswith("tideline: error: dream_error: no dream provider configured")
+    assert "sleep" not in err and err.count("\n") == 1
+    assert not (store / "backups").exists() or not any((store / "backups").iterdir())
+    after = sorted(p.relative_to(store) for p in store.rglob("*") if p.is_file()
+                   and not p.name.endswith(("-wal", "-shm")))
+    assert after == before
+    assert json.loads(run("introspect", "--json", store=store).stdout)["events"] == \
+        json.loads(events)["events"]

@@ -81,9 +81,10 @@ def test_text_report_has_every_section(mem: Memory) -> None:
 
 
 def test_html_escapes_stored_text(mem: Memory) -> None:
-    mem.remember('</script><script>alert("x")</script> {{script}} <img src=x onerror=alert(1)>',
-                 tags=["evil"])
+    evil = mem.remember('</script><script>alert("x")</script> {{script}} '
+                        '<img src=x onerror=alert(1)>', tags=["evil"])
     mem.recall("script alert")
+    mem.reflect([evil.id], 1.0)  # listed as reinforced: its text is on the page
     mem.sleep()
     page = render_html(mem.report())
     assert page.startswith("<!DOCTYPE html>") and page.count("<script") == 2

@@ -8,13 +8,14 @@ exist, on the Python API, the MCP tools, resources and prompts. On each backend
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.backend import Backend
+from tests.backend import Backend, connection
 from tests.conftest import hashing
 from tests.mcp.conftest import run_with, text_of
 
@@ -179,9 +180,11 @@ def test_scope_isolation_property(tmp_path_factory: pytest.TempPathFactory, back
                                     "id": f"t{n}"}], scope=scope)
                 w.turns.update({tid: scope for tid in r.turn_ids})
             elif op == "linked":
-                # Links may reach turns of any project (a global preference learnt in one):
-                # reading must filter them.
-                links = sorted(w.turns)[pick % 3::3][:3]
+                # A write may cite its own scope's turns and global ones, never another
+                # project's (issue 28 §2.1; the `two_projects` fixture keeps a global
+                # memory citing two projects, for the reads that must filter it).
+                links = [t for t in sorted(w.turns) if w.turns[t] in (scope, "global")
+                         ][pick % 3::3][:3]
                 res = mem.write(f"{word} linked {n} {w.marker(n, scope)}", scope=scope,
                                 source_links=links, idempotency_key=f"k{n}")
                 w.memories[res.id] = scope
@@ -206,8 +209,13 @@ def two_projects(mem: Memory) -> dict[str, Any]:
     a_turns = mem.add_turns([{"session": "mcp", "role": "user", "text": "A says granite",
                               "id": "a1"}], scope="A")
     b = mem.write("B secret plan zebra quartz", scope="B", source_links=turns.turn_ids[:2])
-    g = mem.write("global note linking both projects", scope="global",
-                  source_links=[*turns.turn_ids, *a_turns.turn_ids])
+    g = mem.write("global note linking both projects", scope="global")
+    # No write may cite another project's turns any more (issue 28 §2.1); a global memory
+    # that does (an older store, an archive) must still show each project only its own.
+    cited = dataclasses.replace(mem.get(g.id), source_links=(*turns.turn_ids,
+                                                             *a_turns.turn_ids))
+    with connection(mem, write=True) as c:
+        mem.store.update_memory(c, cited)
     return {"b": b.id, "g": g.id, "b_turns": turns.turn_ids, "a_turns": a_turns.turn_ids}
 
 

@@ -12,8 +12,13 @@ load hits both alike). A round:
 4. the server stopped; ``session-start`` again, the server given the time a user
    takes to type (until it answers a ping, not timed), then the first prompt
    (``first_prompt``: the session's first UserPromptSubmit served warm);
-5. with ``TIDELINE_WARM=off``, one prompt that loads the model in its own process
-   (``prompt_in_process``: what every first prompt cost before the wait).
+5. in that warm session, the first Chinese prompt (``first_cjk_prompt``: the warm
+   process loaded jieba's dictionary ahead, since the store holds Chinese text);
+6. with ``TIDELINE_WARM=off``, one prompt that loads the model in its own process
+   (``prompt_in_process``: what every first prompt cost before the wait), and one
+   Chinese prompt the same way (``cjk_prompt_in_process``: the model and jieba);
+7. a process whose first query is Chinese, query analysis only
+   (``cjk_terms_in_process``: what loading jieba costs a fresh process).
 
 The store: the default embedder (e5) unless ``--embedder``, ``--memories`` facts and a
 few raw turns in project ``atlas``. Prints one JSON line: medians in milliseconds, each
@@ -47,6 +52,9 @@ FACTS = ["The atlas loader needs schema.yaml updated for every new column",
          "Mira reviews every schema migration before it is merged",
          "We pinned the CSV parser after a locale bug split decimals",
          "Deploys happen on Tuesdays at 11:00, never on Fridays"]
+CJK_FACTS = ["atlas 的数据库是 pg-atlas-01 上的 PostgreSQL 16",
+             "夜间导出在新增 region 列之后失败了"]
+CJK_QUERIES = ["atlas 用的是哪个数据库？", "夜间导出为什么失败？"]
 
 
 def _seed(store: Path, embedder: str, n: int) -> None:
@@ -59,6 +67,8 @@ def _seed(store: Path, embedder: str, n: int) -> None:
             text = base if i < len(FACTS) else f"{base} (note {i}: ticket ATL-{1000 + i})"
             mem.write(text, scope="atlas", importance=3 + i % 3, emotional=2 + i % 4,
                       recurrence=1 + i % 5, unresolved=1 + i % 3, tags=["atlas"])
+        for text in CJK_FACTS:
+            mem.write(text, scope="atlas", tags=["atlas"])
         mem.capture_turns([
             {"id": f"t-{k}", "session": "earlier", "role": role, "speaker": role,
              "text": text, "timestamp": 1_790_000_000 + k * 60}
@@ -114,7 +124,10 @@ def run(runs: int = 10, *, embedder: str = "e5", memories: int = 120) -> dict[st
         bare = [sys.executable, "-c", "import sqlite3, json"]
         times: dict[str, list[float]] = {k: [] for k in (
             "bare", "session_start", "first_prompt_at_once", "later_prompt", "first_prompt",
-            "prompt_in_process")}
+            "first_cjk_prompt", "prompt_in_process", "cjk_prompt_in_process",
+            "cjk_terms_in_process")}
+        cjk_terms = [sys.executable, "-c",
+                     f"from tideline.text import query_terms; query_terms({CJK_QUERIES[0]!r})"]
 
         def payload(event: str, session: str, **extra: Any) -> dict[str, Any]:
             return {"session_id": session, "cwd": str(repo), "hook_event_name": event,
@@ -141,10 +154,17 @@ def run(runs: int = 10, *, embedder: str = "e5", memories: int = 120) -> dict[st
             times["first_prompt"].append(_timed([*hook, "prompt"], payload(
                 "UserPromptSubmit", session, prompt=QUERIES[(r + 4) % len(QUERIES)]),
                 env, repo))
+            times["first_cjk_prompt"].append(_timed([*hook, "prompt"], payload(
+                "UserPromptSubmit", session, prompt=CJK_QUERIES[r % len(CJK_QUERIES)]),
+                env, repo))
             warm.stop(store, "default")
             times["prompt_in_process"].append(_timed([*hook, "prompt"], payload(
                 "UserPromptSubmit", f"bench-{r}-cold", prompt=QUERIES[r % len(QUERIES)]),
                 cold_env, repo))
+            times["cjk_prompt_in_process"].append(_timed([*hook, "prompt"], payload(
+                "UserPromptSubmit", f"bench-{r}-cold-cjk",
+                prompt=CJK_QUERIES[r % len(CJK_QUERIES)]), cold_env, repo))
+            times["cjk_terms_in_process"].append(_timed(cjk_terms, None, env, repo))
         warm.stop(store, "default")
         mem = Memory.open(store)
         try:

@@ -30,6 +30,25 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _no_type_after_flags() -> None:
+    """``--json`` in ``--help`` without ``<bool>``: a flag takes no value.
+
+    Typer's rich help prints every option's type, a flag's too, so each ``--json`` or
+    ``--dry-run`` read as if it wanted a value; the plain formatter already leaves it out.
+    """
+    from typer.core import TyperOption
+
+    shown = TyperOption.display_type_rich
+
+    def display_type_rich(self: TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    TyperOption.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_no_type_after_flags()
 turns_app = typer.Typer(help="Raw conversation turns (texture).", no_args_is_help=True)
 app.add_typer(turns_app, name="turns")
 

@@ -61,6 +61,11 @@ def dream(
 
     settings = DreamSettings.load(provider=provider, command=command, model=model, url=url,
                                   timeout=timeout, layers=layers)
+    if print_prompt is None:
+        from tideline.dream.providers import make_provider
+
+        # A dream that cannot ask a model fails here, before the sleep and its backup.
+        make_provider(settings)
     with opened(store, namespace, embedder) as mem:
         if print_prompt is not None:
             prompt = render_prompt(mem, print_prompt, scope=scope, settings=settings)

@@ -152,7 +152,10 @@ def embedder_from_marker(marker: str) -> Embedder:
         if model != E5_MODEL or dim != E5_DIM:
             raise EmbedderError(f"unknown e5 model {model}/{dim} in {marker!r}")
         return E5Embedder()
-    if family == "http":
+    if family in ("http", "http-pending"):
+        # http-pending: the endpoint never answered; the dimension is asked for at open
+        # (tideline.embed.pending.settle) and the marker fixed once it answers.
+        dim_known = dim if family == "http" else None
         url = _env(ENV_URL)
         if not url:
             raise EmbedderError(
@@ -163,7 +166,7 @@ def embedder_from_marker(marker: str) -> Embedder:
                 url,
                 model,
                 api_key=_env(ENV_API_KEY),
-                dim=dim,
+                dim=dim_known,
                 query_prefix=os.environ.get(ENV_QUERY_PREFIX, ""),
                 passage_prefix=os.environ.get(ENV_PASSAGE_PREFIX, ""),
             )

@@ -299,6 +299,22 @@ def _answer(mem: Any, request: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "result": result.to_dict()}
 
 
+def _preload_segmenter(mem: Any) -> None:
+    """Load the CJK segmenter with the rest of the warm-up when the store speaks a CJK
+    language.
+
+    Its dictionary costs about a second to load — on the first Chinese or Japanese
+    prompt of the session, unless loaded here, before the socket opens (like the model:
+    the first answer is as quick as the later ones); a store without CJK text never
+    pays it, nor its memory.
+    """
+    from tideline.text import has_cjk, preload_segmenter
+
+    recent = mem.store.list_memories(limit=200)
+    if any(has_cjk(r.text) for r in recent):
+        preload_segmenter()
+
+
 def _clear_marker(home: Path, namespace: str) -> None:
     marker = _marker(home, namespace)
     try:
@@ -354,6 +370,7 @@ def serve(home: Path, namespace: str, *, idle: float | None = None,
 
         with contextlib.suppress(TidelineError):  # a warm-up, not an answer anyone waits for
             mem.inject_prefetch("warm up", recent="bridge", log=False)
+        _preload_segmenter(mem)
     except BaseException:
         _clear_marker(home, namespace)
         lock.close()

@@ -27,6 +27,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, BeforeValidator, Field
 
 from tideline.errors import InvalidInput, NotFound
+from tideline.mcp.arguments import install as install_arguments
 from tideline.mcp.errors import CodedServer, error_result, mcp_error
 from tideline.mcp.schemas import (
     ApplyDreamOut,
@@ -474,6 +475,7 @@ def build_server(mem: Memory, *, name: str = "tideline") -> MCPServer[Any]:
             return _ok(res, _json_text(res))
         return guard("apply_dream", body)
 
+    install_arguments(server)  # one rule for every tool's arguments (mcp/arguments.py)
     _resources(server, mem, lock)
     _prompts(server, mem, lock)
     _name_agent(server, mem.config.agent_name)

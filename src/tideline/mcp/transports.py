@@ -151,5 +151,12 @@ def serve_http(server: MCPServer[Any], *, host: str = "127.0.0.1", port: int = 8
 
 
 def serve_stdio(server: MCPServer[Any]) -> None:
-    """Serve over stdin/stdout until the client closes the stream."""
-    server.run("stdio")
+    """Serve over stdin/stdout until the client closes the stream.
+
+    A line that is not a JSON-RPC message gets a JSON-RPC error (:mod:`.stdio`).
+    """
+    import anyio
+
+    from tideline.mcp.stdio import run_stdio
+
+    anyio.run(run_stdio, server)

@@ -78,16 +78,16 @@ TOOL_SCHEMAS: list[dict[str, Any]] = _tool_schemas()
 def _arguments(name: str, args: dict[str, Any]) -> dict[str, Any]:
     """One Hermes tool's arguments: catalogue defaults filled in, numbers and flags checked.
 
-    Numbers go through the facade's own validators (:mod:`tideline.write.validate`)
-    with the catalogue's bounds, so ``limit=0``, ``limit="5"`` or ``reward=9`` are
-    ``invalid_input`` here as on every other surface, never truncated or coerced; text
-    and lists are checked by the facade call itself.
+    Each goes through the rule every surface shares (:mod:`tideline.arguments`: the
+    facade's own validators with the catalogue's bounds), so ``limit=0``, ``limit="5"``
+    or ``reward=9`` are ``invalid_input`` here as on every other surface, never
+    truncated or coerced; text and lists are checked by the facade call itself.
 
     Raises:
-        InvalidInput: a number or flag of the wrong type or out of its bounds.
+        InvalidInput: a value of the wrong JSON type or out of its bounds.
     """
+    from tideline.arguments import check_value
     from tideline.tools import TOOLS
-    from tideline.write.validate import clean_flag, clean_int, clean_number
 
     _, tool, params, _required = next(t for t in HERMES_TOOLS if t[0] == name)
     out: dict[str, Any] = {}
@@ -97,14 +97,7 @@ def _arguments(name: str, args: dict[str, Any]) -> dict[str, Any]:
         if value is None:
             out[pname] = None if spec.required else spec.default
             continue
-        kind = spec.schema.get("type")
-        if kind == "integer":
-            value = clean_int(value, pname, lo=spec.minimum, hi=spec.maximum)
-        elif kind == "number":
-            value = clean_number(value, pname, lo=spec.minimum, hi=spec.maximum)
-        elif kind == "boolean":
-            value = clean_flag(value, pname)
-        out[pname] = value
+        out[pname] = check_value(value, spec.schema, pname)
     return out
 
 

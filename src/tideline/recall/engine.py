@@ -223,8 +223,9 @@ class RecallEngine:
             self._discount_listener(cands, turns)
             self._lift_answers(cands, turns, around)
         ranked = sorted(cands.values(), key=lambda c: -c.score)
-        ranked = [c for c in ranked if c.similarity >= profile.floor or c.keyword > 0
-                  or c.source == "graph" or (c.type, c.key) in dated]
+        ranked = [c for c in ranked if (c.similarity >= profile.floor or c.keyword > 0
+                                        or c.source == "graph" or (c.type, c.key) in dated)
+                  and _confidence(c.score) >= SHOWN_CONFIDENCE]
         abstained = not trusted
         chosen = [] if (abstained and abstain) else ranked[:limit]
         items = tuple(self._item(c, memories, turns, now) for c in chosen)
@@ -653,7 +654,7 @@ class RecallEngine:
         self, cand: Candidate, memories: dict[int, MemoryRecord], turns: dict[int, Turn],
         now: float,
     ) -> RecallItem:
-        confidence = round(1.0 - math.exp(-2.5 * max(0.0, cand.score)), 4)
+        confidence = _confidence(cand.score)
         if cand.type == "memory":
             rec = memories[cand.key]
             return RecallItem(
@@ -699,3 +700,14 @@ def _in_time(ts: float | None, since: float | None, until: float | None) -> bool
     if since is not None and ts < since:
         return False
     return not (until is not None and ts > until)
+
+
+#: The least confidence an item is listed with. Below 1 % (shown as 0.00 or 0.01) an
+#: item is filler — a cluster neighbour or a vector at the floor that fills the limit —
+#: not something the query found.
+SHOWN_CONFIDENCE = 0.01
+
+
+def _confidence(score: float) -> float:
+    """An item's confidence (0–1) from its score."""
+    return round(1.0 - math.exp(-2.5 * max(0.0, score)), 4)

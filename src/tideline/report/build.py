@@ -90,7 +90,7 @@ def build_report(rt: Runtime, *, days: int = 30, now: float | None = None) -> di
     return {
         "generated_at": iso(end),
         "window": {"days": days, "since": iso(since), "until": iso(end)},
-        "store": str(rt.config.home), "namespace": rt.config.namespace,
+        "store": _where(rt), "namespace": rt.config.namespace,
         "embedder": rt.embedder.marker,
         "totals": totals,
         "growth": growth, "gate": gate, "recall": recall, "feedback": feedback,
@@ -219,8 +219,10 @@ def _dynamics(rt: Runtime, cons: ConsolidationStore, rs: ReportStore, since: flo
         ret = strength * np.power(2.0, -np.maximum(0.0, now - last) / 86_400.0 / stab)
         status = np.array([r[1] for r in rows])
         live = status != "dormant"
+        # Fading means losing what it held: a young store, whose memories all keep most
+        # of their retention, has none (it listed every memory).
         order = np.argsort(np.where(live, ret, np.inf), kind="stable")[:10]
-        fading_ids = [int(row_ids[i]) for i in order if live[i]]
+        fading_ids = [int(row_ids[i]) for i in order if live[i] and ret[i] < FADING_BELOW]
         hist = np.histogram(np.clip(ret, 0, 1), bins=10, range=(0.0, 1.0))[0].tolist()
         current = {"memories": len(rows), "mean": round(float(ret.mean()), 4),
                    "p10": round(float(np.percentile(ret, 10)), 4),
@@ -235,11 +237,16 @@ def _dynamics(rt: Runtime, cons: ConsolidationStore, rs: ReportStore, since: flo
         "reinforced": reinforced,
         "fading": {"lowest_retention": [_item(frecs[i], now, dyn) for i in fading_ids
                                         if i in frecs],
+                   "below": FADING_BELOW,
                    "dormant": int(sum(1 for r in rows if r[1] == "dormant")),
                    "dormant_below": dyn.dormant_below},
         "retention": {"current": current, "snapshots": cons.snapshots(200),
                       "model": {k: v[::4] for k, v in curves(dyn, 120, 0.5).items()}},
     }
+
+
+#: A live memory is listed as fading once its retention is under this (half lost).
+FADING_BELOW = 0.5
 
 
 def _sleeps(rs: ReportStore, since: float) -> dict[str, Any]:
@@ -284,7 +291,10 @@ def _cluster_map(cons: ConsolidationStore, attention: dict[str, Any]) -> dict[st
     if len(rows) >= 3:
         from sklearn.decomposition import PCA
 
-        xy = PCA(n_components=2, random_state=0).fit_transform(mat)
+        from tideline.quiet import quiet
+
+        with quiet():  # a library's warning is no line for the user's terminal
+            xy = PCA(n_components=2, random_state=0).fit_transform(mat)
     else:
         xy = np.array([[float(i), 0.0] for i in range(len(rows))])
     biggest = max((info[r[0]]["size"] for r in rows if r[0] in info), default=1) or 1
@@ -296,3 +306,12 @@ def _cluster_map(cons: ConsolidationStore, attention: dict[str, Any]) -> dict[st
                        "heat": c.get("heat", 0.0), "x": round(x, 4), "y": round(y, 4),
                        "r": round(c.get("size", 0) / biggest, 4)})
     return {"points": points}
+
+
+def _where(rt: Runtime) -> str:
+    """Where the data lives, as the report names it: the SQLite store's directory, or the
+    PostgreSQL database (its URL, password masked) — not the local state folder, which
+    holds no memories there."""
+    if rt.store.backend == "sqlite":
+        return str(rt.config.home)
+    return str(rt.store.describe()["database"])

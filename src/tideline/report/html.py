@@ -132,7 +132,8 @@ def render_html(r: dict[str, Any]) -> str:
         _section("retention", "Retention and dynamics", c["across"], c["model"], c["histogram"],
                  "<h3>Reinforced in the window</h3>",
                  _table(head, mem_rows(r["reinforced"]["in_window"])),
-                 "<h3>Fading (lowest retention, not dormant yet)</h3>",
+                 f"<h3>Fading (retention under {r['fading'].get('below', 0.5):.2f}, "
+                 "not dormant yet)</h3>",
                  _table(head, mem_rows(r["fading"]["lowest_retention"]))),
         _section("attention", "Attention", c["heat"], c["cmap"],
                  "<h3>Deserts (clusters no recall reached)</h3>",

@@ -77,8 +77,15 @@ def lines(
     out = _open(name, title, width, height)
     x0, y0, x1, y1 = 48, 42, width - _legend_width(series) - 12, height - 30
     pts = [p for s in series.values() for p in s]
-    xmin = min((p[0] for p in pts), default=0.0)
-    xmax = max((p[0] for p in pts), default=1.0)
+    if x_labels:  # a time axis spans its whole window, not only the days with data
+        xmin, xmax = 0.0, float(max(1, len(x_labels) - 1))
+    else:
+        xmin = min((p[0] for p in pts), default=0.0)
+        xmax = max((p[0] for p in pts), default=1.0)
+    # Counted axes (days, "sleep #") tick at whole numbers only: no "sleep 0.25".
+    counted = bool(x_labels) or all(float(p[0]).is_integer() for p in pts)
+    if counted and xmax - xmin < 1:
+        xmax = xmin + 1
     ymax = y_max if y_max is not None else max((p[1] for p in pts), default=1.0)
     ymax = ymax if ymax > 0 else 1.0
     xspan = (xmax - xmin) or 1.0
@@ -90,13 +97,13 @@ def lines(
     def sy(v: float) -> float:
         return y1 - (y1 - y0) * min(max(v, 0.0), ymax) / ymax
 
-    for i in range(5):
-        v = xmin + xspan * i / 4
-        if x_labels:
-            v = float(round(v))
-            label = x_labels[min(len(x_labels) - 1, max(0, int(v)))]
-        else:
-            label = _tick(v)
+    ticks = [xmin + xspan * i / 4 for i in range(5)]
+    if counted:
+        ticks = sorted({float(round(v)) for v in ticks})
+    if x_labels:
+        ticks = [v for v in ticks if v < len(x_labels)]
+    for v in ticks:
+        label = x_labels[int(v)] if x_labels else _tick(v)
         out.append(f'<text x="{_num(sx(v))}" y="{y1 + 14}" text-anchor="middle" '
                    f'fill="#4b5563">{escape(label)}</text>')
     if x_label:

@@ -57,9 +57,12 @@ def render_text(r: dict[str, Any]) -> str:
                for m in r["reinforced"]["in_window"][:5])
     if not r["reinforced"]["in_window"]:
         out.append("    —")
-    out.append("  fading (lowest retention, not dormant yet):")
+    out.append(f"  fading (retention under {r['fading'].get('below', 0.5):.2f}, "
+               "not dormant yet):")
     out.extend(f"    #{m['id']} ret {m['retention']:.3f} {m['status']}  {m['text']}"
                for m in r["fading"]["lowest_retention"][:5])
+    if not r["fading"]["lowest_retention"]:
+        out.append("    — none yet")
     out.append("")
     s = r["sleeps"]
     out += ["SLEEP",

@@ -30,6 +30,7 @@ import importlib
 import math
 from typing import TYPE_CHECKING, Any
 
+from tideline.quiet import quiet
 from tideline.sleep.context import SleepContext
 
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ def _fit(x: np.ndarray, k: int, init: np.ndarray | None, sample: int) -> np.ndar
         # one thread: for a few thousand points thread start-up dominates the work.
         km: Any = KMeans(n_clusters=k, init=init if init is not None else "random",
                          n_init=1 if init is not None else 4, random_state=0, max_iter=100)
-        with threadpool_limits(limits=1):
+        with threadpool_limits(limits=1), quiet():
             km.fit(x)
     else:
         rng = np.random.default_rng(0)
@@ -159,7 +160,8 @@ def _fit(x: np.ndarray, k: int, init: np.ndarray | None, sample: int) -> np.ndar
             batch_size=min(4_096, len(fit_on)), max_iter=6, max_no_improvement=3,
             random_state=0, reassignment_ratio=0.01,
         )
-        km.fit(fit_on)
+        with quiet():
+            km.fit(fit_on)
     c = np.asarray(km.cluster_centers_, dtype=np.float32)
     c /= np.maximum(np.linalg.norm(c, axis=1, keepdims=True), 1e-12)
     return c
@@ -257,7 +259,8 @@ def _labels(ctx: SleepContext, keys: list[int], home: np.ndarray,
     if not any(docs):
         return out
     vec = DictVectorizer(dtype=np.float32)
-    x = TfidfTransformer(sublinear_tf=True).fit_transform(vec.fit_transform(docs)).tocsr()
+    with quiet():
+        x = TfidfTransformer(sublinear_tf=True).fit_transform(vec.fit_transform(docs)).tocsr()
     vocab = vec.get_feature_names_out()
     for j in range(k):
         lo, hi = x.indptr[j], x.indptr[j + 1]

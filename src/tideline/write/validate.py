@@ -276,17 +276,13 @@ def clean_ids(values: object, field: str, cap: int) -> tuple[int, ...]:
 def clean_weight(value: object, field: str) -> int:
     """Validate one of the four 1–5 weights.
 
+    An integer like every other (:func:`clean_int`): ``3.0`` is refused as MCP refuses
+    it (:mod:`tideline.mcp.arguments`), one rule on every surface.
+
     Raises:
         InvalidInput: not an integer in 1..5.
     """
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InvalidInput(f"{field} must be an integer 1–5, got {value!r}")
-    if isinstance(value, float) and not value.is_integer():
-        raise InvalidInput(f"{field} must be an integer 1–5, got {value!r}")
-    number = int(value)
-    if not 1 <= number <= 5:
-        raise InvalidInput(f"{field} must be between 1 and 5, got {number}")
-    return number
+    return clean_int(value, field, lo=1, hi=5)
 
 
 _YEAR_IN_TEXT = re.compile(r"(?<!\d)(?:1[89]|2\d)\d\d(?!\d)")
