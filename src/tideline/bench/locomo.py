@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 
 from tideline.bench.baselines import TurnBaselines
+from tideline.bench.embed_cache import CachedEmbedder
 from tideline.config import Config
 from tideline.embed import Embedder, make_embedder
 from tideline.memory import Memory
@@ -303,6 +304,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--embedder", default="e5")
     parser.add_argument("--keep", type=Path, default=None,
                         help="keep the conversations' stores here and reuse them")
+    parser.add_argument("--embed-cache", type=Path, default=None, metavar="DIR",
+                        help="passage vectors keyed by text (tideline.bench.embed_cache)")
     parser.add_argument("--questions", type=int, default=None, help="only the first N")
     parser.add_argument("--import-n", type=int, default=0,
                         help="also time add_turns of the first N turns against bare embedding")
@@ -315,12 +318,16 @@ def main(argv: list[str] | None = None) -> None:
         config = tuned(args.tune)
     except ValueError as exc:
         parser.error(str(exc))
-    embedder = make_embedder(args.embedder)
+    embedder: Embedder = make_embedder(args.embedder)
+    if args.embed_cache is not None:
+        embedder = CachedEmbedder(embedder, args.embed_cache)
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
     result = run(args.data, embedder, keep=args.keep, limit_questions=args.questions,
                  details=args.details, config=config,
                  progress=lambda m: print(f"# {m}", file=sys.stderr, flush=True))  # noqa: T201
+    if isinstance(embedder, CachedEmbedder):
+        embedder.save()
     if args.import_n > 0:
         result["import_cost"] = import_cost(args.data, embedder, args.import_n)
     print(json.dumps(result, indent=2, ensure_ascii=False))  # noqa: T201
