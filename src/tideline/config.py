@@ -134,6 +134,10 @@ class RecallTuning:
     # user's own turns tell it, the assistant's only echo it (recall/roles.py; 0
     # disables). A chat imported with role "user" for everyone is never touched.
     assistant_discount: float = 0.3
+    # A question across time ("how many…", "how long…", "which … first") multiplies
+    # every turn but its session's best by session_decay, so the best turns of several
+    # sessions come first (recall/diversity.py; 1 disables).
+    session_decay: float = 0.9
 
 
 @dataclass(frozen=True)

@@ -40,6 +40,7 @@ from tideline.recall import (
     across,
     answers,
     asking,
+    diversity,
     focus,
     listener,
     morph,
@@ -138,7 +139,9 @@ class RecallEngine:
             qv = np.zeros(self.embedder.dim, dtype=np.float32)
         t1 = time.perf_counter()
         tune = self.config.recall
-        k = max(tune.candidates, limit * 3)
+        # Twice the limit: three times cost a long history (limit 50 on ~500 long turns)
+        # a third more scoring for no change in its ranking (issue 29, LongMemEval dev).
+        k = max(tune.candidates, limit * 2)
         terms = lexical.query_terms(query)
         window = when.find_window(query) if since is None and until is None else None
         weights: dict[str, list[float]] = {}
@@ -238,6 +241,7 @@ class RecallEngine:
             self._discount_listener(cands, turns)
             self._lift_answers(cands, turns, around)
             self._discount_roles(query, cands, turns)
+            self._diversify(query, cands, turns)
         ranked = sorted(cands.values(), key=lambda c: -c.score)
         ranked = [c for c in ranked if c.similarity >= profile.floor or c.keyword > 0
                   or c.source == "graph" or (c.type, c.key) in dated]
@@ -488,6 +492,19 @@ class RecallEngine:
         for cand in cands.values():
             if cand.type == "turn" and turns[cand.key].role == "assistant":
                 cand.score *= 1.0 - share
+
+    def _diversify(self, query: str, cands: dict[tuple[str, int], Candidate],
+                   turns: dict[int, Turn]) -> None:
+        """For a question across time, lower each turn by ``session_decay`` per better
+        turn of its session (:mod:`tideline.recall.diversity`); last of all."""
+        decay = self.config.recall.session_decay
+        if decay >= 1 or not diversity.asks_across(query):
+            return
+        ranked = sorted((c for c in cands.values() if c.type == "turn"), key=lambda c: -c.score)
+        factors = diversity.session_factors(
+            [(turns[c.key].scope, turns[c.key].session) for c in ranked], decay)
+        for cand, factor in zip(ranked, factors, strict=True):
+            cand.score *= factor
 
     def _named(self, query: str, scopes: Sequence[str]) -> set[str]:
         """The known people (speakers of ``scopes``, ``known_persons``) the query names."""
