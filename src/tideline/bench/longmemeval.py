@@ -18,8 +18,9 @@ of the first 10; overall and per question type. Abstention questions (ids ending
 Beside the pipeline, in the same run (:mod:`tideline.bench.baselines`): BM25 over the
 turn texts, an exact full-scan cosine over the turns' own vectors (each text embedded
 alone, as a plain vector store holds it: the cache's vectors) and their reciprocal-rank
-fusion. Latency: end-to-end ``Memory.recall`` p50 and a bare query
-embedding of the same question right after it (compare ratios on a busy machine).
+fusion. Latency: end-to-end ``Memory.recall`` p50, the engine's search part
+(``search_p50``) and a bare query embedding of the same question right after it
+(compare ratios on a busy machine).
 
 ``--embed-cache DIR`` (:mod:`tideline.bench.embed_cache`) takes passage vectors from
 ``DIR/*.npz`` (the dev folder's ``vectors/`` hold every history's); a miss is embedded.
@@ -170,6 +171,7 @@ def run(
         questions = questions[:limit_questions]
     results: dict[str, list[tuple[str, dict[str, float]]]] = {m: [] for m in METHODS}
     wall: list[float] = []
+    engine: list[float] = []
     bare: list[float] = []
     abstained = {"answerable": 0, "abstention": 0}
     counts = {"answerable": 0, "abstention": 0}
@@ -190,6 +192,7 @@ def run(
                 t1 = time.perf_counter()
                 packet = mem.recall(q["question"], scope=qid, limit=50, log=False)
                 wall.append((time.perf_counter() - t1) * 1000)
+                engine.append(packet.engine_ms)
                 t2 = time.perf_counter()
                 qv = embedder.embed_query(q["question"])
                 bare.append((time.perf_counter() - t2) * 1000)
@@ -223,7 +226,8 @@ def run(
         **{m: _summary(results[m]) for m in METHODS},
         "abstained": {k: round(abstained[k] / counts[k], 3) if counts[k] else None
                       for k in counts},
-        "latency_ms": {"recall_p50": p50_wall, "bare_query_embed_p50": p50_bare,
+        "latency_ms": {"recall_p50": p50_wall, "search_p50": _p50(engine),
+                       "bare_query_embed_p50": p50_bare,
                        "recall_over_bare_p50": round(p50_wall / p50_bare, 3) if p50_bare
                        else None},
     }
