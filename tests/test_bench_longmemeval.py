@@ -83,6 +83,7 @@ def test_run_reports_pipeline_beside_baselines_and_abstention(tmp_path: Path) ->
     assert out["bm25"]["all"]["r@5"] == 1.0  # "cat" is in the evidence turn only
     assert set(out["abstained"]) == {"answerable", "abstention"}
     assert out["latency_ms"]["bare_query_embed_p50"] > 0
+    assert out["latency_ms"]["first_recall_p50"] > 0
 
 
 def test_cache_answers_known_texts_and_embeds_misses(tmp_path: Path) -> None:
