@@ -98,3 +98,21 @@ def test_import_cost_times_the_same_texts(tmp_path: Path) -> None:
     out = locomo.import_cost(_split(tmp_path / "split"), hashing(), 4)
     assert out["turns"] == 4
     assert out["ratio"] > 0
+
+
+def test_embed_cache_keeps_the_passages_a_run_embedded(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--embed-cache DIR`` (issue 29): a first run saves its misses there, and a second
+    run reads them back (no file added), with the same figures."""
+    split = _split(tmp_path / "split")
+    cache = tmp_path / "cache"
+    args = ["--data", str(split), "--embedder", "hashing", "--embed-cache", str(cache)]
+    locomo.main(args)
+    first = json.loads(capsys.readouterr().out)
+    files = sorted(cache.glob("*.npz"))
+    assert len(files) == 1
+    locomo.main(args)
+    again = json.loads(capsys.readouterr().out)
+    assert sorted(cache.glob("*.npz")) == files
+    assert again["pipeline"] == first["pipeline"]

@@ -102,8 +102,12 @@ def test_dev_queries_pass_the_same_validation() -> None:
 
 def _check_figures(block: dict[str, Any], types: set[str], n_real: int) -> None:
     assert set(block) == {
-        "by_type", "by_lang", "noise_abstention", "false_abstention", "latency_ms_p50"
+        "by_type", "by_lang", "noise_abstention", "false_abstention", "latency_ms_p50",
+        "overall",
     }
+    assert block["overall"]["n"] == n_real
+    assert 0.0 <= block["overall"]["ndcg@10"] <= 1.0
+    assert 0.0 <= block["overall"]["recall@10"] <= 1.0
     assert set(block["by_type"]) == types
     assert sum(row["n"] for row in block["by_type"].values()) == n_real
     assert sum(row["n"] for row in block["by_lang"].values()) == n_real
@@ -120,8 +124,9 @@ def test_run_reports_dev_and_heldout_side_by_side() -> None:
     assert out["queries"] == 192
     _check_figures(out["pipeline"], {"paraphrase", "exact"}, 158)
     _check_figures(out["baseline_full_scan"], {"paraphrase", "exact"}, 158)
+    _check_figures(out["baseline_bm25"], {"paraphrase", "exact"}, 158)
     held = out["heldout"]
-    assert set(held) == {"queries", "pipeline", "baseline_full_scan"}
+    assert set(held) == {"queries", "pipeline", "baseline_full_scan", "baseline_bm25"}
     assert held["queries"] == 96
     for name in ("pipeline", "baseline_full_scan"):
         _check_figures(held[name], {"paraphrase"}, 48)

@@ -98,6 +98,9 @@ class RecallTuning:
     # A turn's relevance is lowered by question_discount times the share of its words
     # that sit in questions ("What got you into running?" asks; it tells nothing).
     question_discount: float = 0.3
+    # ... but not a user's question to an assistant (a user-role turn in a session where an
+    # assistant speaks): a request tells what its asker wants (recall/engine.py _asked).
+    request_tells: bool = True
     # A turn's relevance is also lowered by listener_discount times the share of its
     # person pronouns that are second person (recall/listener.py): "Your group sounds
     # awesome!" speaks to the other person, "I joined a gym" tells a fact of its speaker
@@ -126,6 +129,15 @@ class RecallTuning:
     # trust_hubness is set: no turn vouches more than its raw cosine.
     trust_question_share: float = 0.5
     trust_hubness: bool = True
+    # A query in the first person that does not speak to the assistant ("How long have
+    # I been in my role?") lowers every assistant-role turn's score by this share: the
+    # user's own turns tell it, the assistant's only echo it (recall/roles.py; 0
+    # disables). A chat imported with role "user" for everyone is never touched.
+    assistant_discount: float = 0.3
+    # A question across time ("how many…", "how long…", "which … first") multiplies
+    # every turn but its session's best by session_decay, so the best turns of several
+    # sessions come first (recall/diversity.py; 1 disables).
+    session_decay: float = 0.9
 
 
 @dataclass(frozen=True)

@@ -153,6 +153,10 @@ def test_a_forms_pattern_searches_only_texts_holding_their_shared_start(
             searched.append(hay)
             return self.pattern.search(hay)
 
+        def match(self, hay: str, pos: int) -> re.Match[str] | None:
+            searched.append(hay)  # tried only where the shared start occurs (issue 29)
+            return self.pattern.match(hay, pos)
+
     real = morph._group
     monkeypatch.setattr(morph, "_group", lambda term, alts: Counting(real(term, alts)))
     terms = ["camped", "painting"]
@@ -161,7 +165,7 @@ def test_a_forms_pattern_searches_only_texts_holding_their_shared_start(
     texts += ["Mira: we went camping!", "Ben: a scamp", "Mira: she painted a lake"]
     got = [cover(t) for t in texts]
     assert got[:40] == [0.0] * 40 and got[40:] == [1 / 3, 0.0, 2 / 3]
-    assert len(searched) == 3  # "camp" and "paint" are in those three only
+    assert len(set(searched)) == 3  # "camp" and "paint" are in those three only
 
 
 @contextmanager

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import statistics
 import tempfile
@@ -38,6 +39,7 @@ from typing import Any
 
 import numpy as np
 
+from tideline.bench.baselines import Bm25
 from tideline.bench.locomo import tuned
 from tideline.config import Config
 from tideline.embed import Embedder, make_embedder
@@ -282,7 +284,8 @@ def run(
             raise ValueError(f"unknown conversation ids: {sorted(unknown)}")
         convs = [c for c in convs if c["id"] in set(conversations)]
     limit = ks[-1]
-    rows: dict[str, list[dict[str, Any]]] = {"pipeline": [], "baseline_full_scan": []}
+    rows: dict[str, list[dict[str, Any]]] = {"pipeline": [], "baseline_full_scan": [],
+                                             "baseline_bm25": []}
     imported: list[dict[str, Any]] = []
     for conv in convs:
         turns = turn_rows(conv)
@@ -295,6 +298,7 @@ def run(
                 mem.recall("warm up", limit=limit, log=False)
                 rows["pipeline"] += _ask_all(conv, lambda text: _pipeline(mem, text, limit))
         rows["baseline_full_scan"] += _run_baseline(embedder, conv, turns, limit)
+        rows["baseline_bm25"] += _run_bm25(conv, turns, limit)
         imported.append({"id": conv["id"], "sessions": len(conv["sessions"]),
                          "turns": len(turns), "inserted": result.inserted,
                          "questions": len(conv["questions"]),
@@ -347,6 +351,19 @@ def _baseline(
     return ranked, abstained, (time.perf_counter() - t0) * 1000
 
 
+def _run_bm25(conv: dict[str, Any], turns: list[dict[str, Any]],
+              limit: int) -> list[dict[str, Any]]:
+    """Ask every question of ``conv`` by BM25 over ``"speaker: text"`` (abstains with no hit)."""
+    index = Bm25([t["id"] for t in turns], [f"{t['speaker']}: {t['text']}" for t in turns])
+
+    def ask(text: str) -> tuple[list[str], bool, float]:
+        t0 = time.perf_counter()
+        ranked = index.search(text, limit)
+        return ranked, not ranked, (time.perf_counter() - t0) * 1000
+
+    return _ask_all(conv, ask)
+
+
 def _ask_all(conv: dict[str, Any], ask: Ask) -> list[dict[str, Any]]:
     answers: list[dict[str, Any]] = []
     for q in conv["questions"]:
@@ -389,7 +406,15 @@ def _figures(rows: list[dict[str, Any]], ks: list[int]) -> dict[str, Any]:
         out[f"recall@{k}"] = _share(
             sum(f / len(a["ranks"]) for f, a in zip(found, rows, strict=True)), len(rows))
         out[f"hit@{k}"] = _share(sum(f > 0 for f in found), len(rows))
+    out["ndcg@10"] = _share(sum(_ndcg10(a["ranks"]) for a in rows), len(rows))
     return out
+
+
+def _ndcg10(ranks: list[int | None]) -> float:
+    """NDCG@10 with binary gains of one question, from its evidence turns' 1-based ranks."""
+    dcg = sum(1.0 / math.log2(r + 1) for r in ranks if r is not None and r <= 10)
+    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(ranks), 10)))
+    return dcg / ideal if ideal else 0.0
 
 
 def _share(total: float, n: int) -> float:

@@ -44,6 +44,8 @@ from typing import Any
 
 import numpy as np
 
+from tideline.bench.baselines import TurnBaselines
+from tideline.bench.embed_cache import CachedEmbedder
 from tideline.config import Config
 from tideline.embed import Embedder, make_embedder
 from tideline.memory import Memory
@@ -145,38 +147,6 @@ def _pct(values: Sequence[float], q: float) -> float:
     return round(float(np.percentile(np.asarray(values), q)), 2) if values else 0.0
 
 
-class _Bm25:
-    """BM25 over a conversation's turns (bm25s, Snowball English stemmer)."""
-
-    def __init__(self, ids: list[str], texts: list[str]) -> None:
-        import bm25s
-        import Stemmer
-
-        self._bm25s = bm25s
-        self._stemmer = Stemmer.Stemmer("english")
-        self.ids = ids
-        self.model = bm25s.BM25()
-        self.model.index(bm25s.tokenize(texts, stopwords="en", stemmer=self._stemmer,
-                                        show_progress=False), show_progress=False)
-
-    def search(self, query: str, k: int) -> list[str]:
-        tokens = self._bm25s.tokenize([query], stopwords="en", stemmer=self._stemmer,
-                                      show_progress=False)
-        if not tokens.vocab:
-            return []
-        docs, scores = self.model.retrieve(tokens, k=min(k, len(self.ids)),
-                                           show_progress=False)
-        return [self.ids[int(d)] for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
-
-
-def _rrf(*lists: Sequence[str], k: int = 60) -> list[str]:
-    fused: dict[str, float] = {}
-    for ranked in lists:
-        for pos, tid in enumerate(ranked):
-            fused[tid] = fused.get(tid, 0.0) + 1.0 / (k + pos + 1)
-    return sorted(fused, key=lambda t: -fused[t])
-
-
 def tuned(settings: Sequence[str]) -> Config | None:
     """The default config with ``NAME=VALUE`` recall settings changed (ablations), or
     None when there are none.
@@ -262,13 +232,8 @@ def run(
             mem, seconds = _open_store(conv, rows, embedder, keep, Path(tmpdir), config)
             imports[conv] = round(seconds, 2)
             try:
-                stored = mem.store.turns_between([conv], -1e12, 1e12, 1_000_000)
-                message_of = {t.id: t.message_id for t in stored}
-                vectors = mem.store.turn_vectors(stored, embedder.dim)
-                keys = [t.id for t in stored if t.id in vectors]
-                matrix = np.stack([vectors[k] for k in keys])
-                index = _Bm25([t.message_id for t in stored],
-                              [f"{t.speaker}: {t.text}" for t in stored])
+                base = TurnBaselines(mem.store, [conv], embedder.dim)
+                message_of = base.message_of
                 for q in asked:
                     cat = str(q["category_name"])
                     got = _ask(mem, conv, q, embedder, message_of)
@@ -278,13 +243,10 @@ def run(
                     bare.append(got["bare_ms"])
                     if got["abstained"]:
                         abstained.append(q["qid"])
-                    qv = embedder.embed_query(q["question"])
-                    order = np.argsort(-(matrix @ qv))[:50]
-                    full = [message_of[keys[i]] for i in order]
-                    lexical = index.search(q["question"], 50)
-                    scan.append((cat, score(full, q["evidence"])))
-                    bm25.append((cat, score(lexical, q["evidence"])))
-                    fused.append((cat, score(_rrf(lexical, full), q["evidence"])))
+                    lists = base.rank(q["question"], embedder.embed_query(q["question"]))
+                    scan.append((cat, score(lists["full_scan"], q["evidence"])))
+                    bm25.append((cat, score(lists["bm25"], q["evidence"])))
+                    fused.append((cat, score(lists["rrf"], q["evidence"])))
                     if details:
                         rows_out.append({"qid": q["qid"], "category": cat,
                                          **{k: round(v, 3) for k, v in got["scores"].items()}})
@@ -342,6 +304,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--embedder", default="e5")
     parser.add_argument("--keep", type=Path, default=None,
                         help="keep the conversations' stores here and reuse them")
+    parser.add_argument("--embed-cache", type=Path, default=None, metavar="DIR",
+                        help="passage vectors keyed by text (tideline.bench.embed_cache)")
     parser.add_argument("--questions", type=int, default=None, help="only the first N")
     parser.add_argument("--import-n", type=int, default=0,
                         help="also time add_turns of the first N turns against bare embedding")
@@ -354,12 +318,16 @@ def main(argv: list[str] | None = None) -> None:
         config = tuned(args.tune)
     except ValueError as exc:
         parser.error(str(exc))
-    embedder = make_embedder(args.embedder)
+    embedder: Embedder = make_embedder(args.embedder)
+    if args.embed_cache is not None:
+        embedder = CachedEmbedder(embedder, args.embed_cache)
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
     result = run(args.data, embedder, keep=args.keep, limit_questions=args.questions,
                  details=args.details, config=config,
                  progress=lambda m: print(f"# {m}", file=sys.stderr, flush=True))  # noqa: T201
+    if isinstance(embedder, CachedEmbedder):
+        embedder.save()
     if args.import_n > 0:
         result["import_cost"] = import_cost(args.data, embedder, args.import_n)
     print(json.dumps(result, indent=2, ensure_ascii=False))  # noqa: T201

@@ -13,7 +13,8 @@ facts, written before any tuning and never used to calibrate anything) or
 ``both`` (default). Each set runs on a freshly built store, so its figures do not
 depend on which other set ran.
 
-Prints one JSON document: recall@1/@5 per query type and language for both,
+Prints one JSON document: recall@1/@5 per query type and language for both (and a
+BM25 baseline over the facts), recall@10 and NDCG@10 overall,
 noise abstention, false abstentions, write decisions (facts lost to merging) and
 latency. The dev figures sit at the top level (``pipeline``,
 ``baseline_full_scan``); the held-out ones in the ``heldout`` block.
@@ -22,7 +23,9 @@ latency. The dev figures sit at the top level (``pipeline``,
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import math
 import statistics
 import tempfile
 import time
@@ -34,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from tideline.bench.baselines import Bm25
 from tideline.bench.locomo import tuned
 from tideline.config import Config
 from tideline.embed import Embedder, make_embedder
@@ -169,6 +173,7 @@ def run(embedder: Embedder, *, queries: str = "dev",
     if queries in ("heldout", "both"):
         sets["heldout"] = load_heldout(facts)
     fact_vecs = embedder.embed_passages([f["text"] for f in facts])
+    index = Bm25([f["id"] for f in facts], [f["text"] for f in facts])
     out: dict[str, Any] = {
         "embedder": embedder.marker,
         "profile": embedder.profile.__dict__,
@@ -177,10 +182,12 @@ def run(embedder: Embedder, *, queries: str = "dev",
     for name, qs in sets.items():
         decisions, lost, pipeline = _run_pipeline(embedder, facts, qs, config)
         baseline = _evaluate(qs, lambda q: _baseline(embedder, facts, fact_vecs, q))
+        lexical = _evaluate(qs, functools.partial(_bm25, index, facts))
         # the store is rebuilt per set; its write decisions are deterministic
         out.setdefault("write_decisions", decisions)
         out.setdefault("facts_lost_to_merge", lost)
-        block = {"queries": len(qs), "pipeline": pipeline, "baseline_full_scan": baseline}
+        block = {"queries": len(qs), "pipeline": pipeline, "baseline_full_scan": baseline,
+                 "baseline_bm25": lexical}
         if name == "dev":
             out.update(block)
         else:
@@ -232,11 +239,21 @@ def _baseline(
     return ranked, abstained, (time.perf_counter() - t0) * 1000
 
 
+def _bm25(index: Bm25, facts: list[dict[str, Any]],
+          q: dict[str, Any]) -> tuple[list[str], bool, float]:
+    """BM25 over the facts of the query's scopes (abstains when nothing matches)."""
+    t0 = time.perf_counter()
+    allowed = {f["id"] for f in facts if f["scope"] in _scopes(q["scope"])}
+    ranked = [fid for fid in index.search(q["text"], len(facts)) if fid in allowed][:10]
+    return ranked, not ranked, (time.perf_counter() - t0) * 1000
+
+
 def _evaluate(queries: list[dict[str, Any]], ask: Ask) -> dict[str, Any]:
     by_type: dict[str, dict[str, float]] = {}
     by_lang: dict[str, dict[str, float]] = {}
     latencies: list[float] = []
     noise = noise_abstained = real = false_abstained = 0
+    at10 = ndcg = 0.0
     for q in queries:
         ranked, abstained, ms = ask(q)
         latencies.append(ms)
@@ -247,6 +264,10 @@ def _evaluate(queries: list[dict[str, Any]], ask: Ask) -> dict[str, Any]:
         real += 1
         false_abstained += abstained
         expected = set(q["expected"])
+        at10 += len(expected & set(ranked[:10])) / max(1, len(expected))
+        dcg = sum(1.0 / math.log2(i + 2) for i, fid in enumerate(ranked[:10]) if fid in expected)
+        ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(expected), 10)))
+        ndcg += dcg / ideal if ideal else 0.0
         for table, key in ((by_type, q["type"]), (by_lang, q["lang"])):
             row = table.setdefault(key, {"n": 0, "recall@1": 0.0, "recall@5": 0.0})
             row["n"] += 1
@@ -259,6 +280,8 @@ def _evaluate(queries: list[dict[str, Any]], ask: Ask) -> dict[str, Any]:
     return {
         "by_type": by_type,
         "by_lang": by_lang,
+        "overall": {"n": real, "recall@10": round(at10 / max(1, real), 4),
+                    "ndcg@10": round(ndcg / max(1, real), 4)},
         "noise_abstention": round(noise_abstained / max(1, noise), 4),
         "false_abstention": round(false_abstained / max(1, real), 4),
         "latency_ms_p50": round(statistics.median(latencies), 3) if latencies else 0.0,

@@ -36,7 +36,19 @@ from tideline.dynamics import retention
 from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
 from tideline.models import Edge, LexicalQuery, MemoryRecord, RecallItem, RecallPacket, Turn, iso
-from tideline.recall import across, answers, asking, focus, listener, morph, sentences, trust, when
+from tideline.recall import (
+    across,
+    answers,
+    asking,
+    diversity,
+    focus,
+    listener,
+    morph,
+    roles,
+    sentences,
+    trust,
+    when,
+)
 from tideline.recall.ahead import Later, later
 from tideline.recall.people import SpeakerDirectory, named_people
 from tideline.recall.routing import ClusterRouter
@@ -127,7 +139,9 @@ class RecallEngine:
             qv = np.zeros(self.embedder.dim, dtype=np.float32)
         t1 = time.perf_counter()
         tune = self.config.recall
-        k = max(tune.candidates, limit * 3)
+        # Twice the limit: three times cost a long history (limit 50 on ~500 long turns)
+        # a third more scoring for no change in its ranking (issue 29, LongMemEval dev).
+        k = max(tune.candidates, limit * 2)
         terms = lexical.query_terms(query)
         window = when.find_window(query) if since is None and until is None else None
         weights: dict[str, list[float]] = {}
@@ -180,6 +194,10 @@ class RecallEngine:
         dated_trust = False
         keyword = {space: morph.Coverage(terms, weights[space] if terms else None, forms[space])
                    for space in spaces}
+        # Sessions where someone talks to an assistant: there a question is a request
+        # that tells what its asker wants, not small talk (see _asked).
+        assisted = frozenset((t.scope, t.session) for t in turns.values()
+                             if t.role == "assistant")
         for cand in cands.values():
             if cand.type == "memory":
                 text = memory_index_text(memories[cand.key])
@@ -191,7 +209,7 @@ class RecallEngine:
             if cand.type == "memory":
                 cand.score *= self._salience(memories[cand.key], now)
             else:
-                cand.asked = self._asked(turns[cand.key].text)
+                cand.asked = self._asked(turns[cand.key], assisted)
                 cand.score *= cand.asked
             if window is not None and self._in_window(cand, window, memories, turns):
                 cand.score += tune.when_boost
@@ -218,10 +236,12 @@ class RecallEngine:
         if routed is not None:
             self._route(qv, cands, memories, scopes, kind, since, until, now, routed)
         if turns:
-            around = self._turn_neighbours(qv, cands, turns, scopes, since, until)
+            around = self._turn_neighbours(qv, cands, turns, scopes, since, until, assisted)
             self._favour_named(named, cands, turns, scopes)
             self._discount_listener(cands, turns)
             self._lift_answers(cands, turns, around)
+            self._discount_roles(query, cands, turns)
+            self._diversify(query, cands, turns)
         ranked = sorted(cands.values(), key=lambda c: -c.score)
         ranked = [c for c in ranked if (c.similarity >= profile.floor or c.keyword > 0
                                         or c.source == "graph" or (c.type, c.key) in dated)
@@ -357,6 +377,7 @@ class RecallEngine:
     def _turn_neighbours(
         self, qv: np.ndarray, cands: dict[tuple[str, int], Candidate], turns: dict[int, Turn],
         scopes: Sequence[str], since: float | None, until: float | None,
+        assisted: frozenset[tuple[str, str]] = frozenset(),
     ) -> list[Turn]:
         """Bring in the turns just before and after the best turn hits (after the trust check).
 
@@ -392,24 +413,25 @@ class RecallEngine:
             for offset in (-1, 1):
                 n = by_place.get((hit.scope, hit.session, hit.turn_index + offset))
                 if n is not None:
-                    self._lift_turn(qv, cands, turns, sims, n, score)
+                    self._lift_turn(qv, cands, turns, sims, n, score, assisted)
         carried = across.carried_scores(strong, by_place, tune.across_question)
         if carried:
             by_id = {t.id: t for t in by_place.values()}
             for tid, value in carried.items():
-                self._lift_turn(qv, cands, turns, sims, by_id[tid], value)
+                self._lift_turn(qv, cands, turns, sims, by_id[tid], value, assisted)
         return around
 
     def _lift_turn(
         self, qv: np.ndarray, cands: dict[tuple[str, int], Candidate], turns: dict[int, Turn],
         sims: dict[int, np.ndarray], t: Turn, score: float,
+        assisted: frozenset[tuple[str, str]] = frozenset(),
     ) -> None:
         """Raise turn ``t`` to ``score`` times its own question discount (the neighbour
         rule, the carry across a question); a turn not yet a candidate comes in as a
         ``graph`` item, its similarity read from ``sims``."""
         known = cands.get(("turn", t.id))
         if known is None:
-            asked = self._asked(t.text)
+            asked = self._asked(t, assisted)
             turns[t.id] = t
             vec = sims.get(t.id)
             cands[("turn", t.id)] = Candidate(
@@ -418,8 +440,19 @@ class RecallEngine:
         elif known.score < score * known.asked:
             known.score = score * known.asked
 
-    def _asked(self, text: str) -> float:
-        """The question discount's factor of a turn (1 for a turn that only tells)."""
+    def _asked(self, t: Turn, assisted: frozenset[tuple[str, str]] = frozenset()) -> float:
+        """The question discount's factor of a turn (1 for a turn that only tells).
+
+        A user's question to an assistant (a turn of role ``user`` in a session where
+        an assistant speaks, ``assisted``) is 1 as well when ``request_tells`` is set:
+        "Can you suggest protein sources that go well with quinoa?" is a request that
+        tells what its asker eats, where "What got you into running?" between two
+        people only asks back.
+        """
+        text = t.text
+        if (self.config.recall.request_tells and t.role == "user"
+                and (t.scope, t.session) in assisted):
+            return 1.0
         share = self.config.recall.question_discount
         return 1.0 - share * asking.question_share(text) if share > 0 else 1.0
 
@@ -449,6 +482,30 @@ class RecallEngine:
         for tid, factor in factors.items():
             if (cand := cands.get(("turn", tid))) is not None:
                 cand.score *= factor
+
+    def _discount_roles(self, query: str, cands: dict[tuple[str, int], Candidate],
+                        turns: dict[int, Turn]) -> None:
+        """Lower the assistant's turns by ``assistant_discount`` for a question of the
+        asker's own (:mod:`tideline.recall.roles`); last, so a lifted neighbour too."""
+        share = self.config.recall.assistant_discount
+        if share <= 0 or not roles.asks_of_self(query):
+            return
+        for cand in cands.values():
+            if cand.type == "turn" and turns[cand.key].role == "assistant":
+                cand.score *= 1.0 - share
+
+    def _diversify(self, query: str, cands: dict[tuple[str, int], Candidate],
+                   turns: dict[int, Turn]) -> None:
+        """For a question across time, lower each turn by ``session_decay`` per better
+        turn of its session (:mod:`tideline.recall.diversity`); last of all."""
+        decay = self.config.recall.session_decay
+        if decay >= 1 or not diversity.asks_across(query):
+            return
+        ranked = sorted((c for c in cands.values() if c.type == "turn"), key=lambda c: -c.score)
+        factors = diversity.session_factors(
+            [(turns[c.key].scope, turns[c.key].session) for c in ranked], decay)
+        for cand, factor in zip(ranked, factors, strict=True):
+            cand.score *= factor
 
     def _named(self, query: str, scopes: Sequence[str]) -> set[str]:
         """The known people (speakers of ``scopes``, ``known_persons``) the query names."""

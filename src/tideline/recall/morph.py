@@ -213,7 +213,16 @@ class Coverage:
 def _holds(hay: str, needle: str, group: re.Pattern[str] | None) -> bool:
     if group is None:
         return lexical._find_keyword(hay, needle)
-    return needle in hay and group.search(hay) is not None
+    if len(needle) < 3:  # a short shared start occurs too often to try each place
+        return needle in hay and group.search(hay) is not None
+    # Every match starts with the shared start: try the pattern only where it occurs
+    # (its look-behind still sees the text before), not at every place of a long turn.
+    at = hay.find(needle)
+    while at != -1:
+        if group.match(hay, at) is not None:
+            return True
+        at = hay.find(needle, at + 1)
+    return False
 
 
 @functools.lru_cache(maxsize=1024)
