@@ -25,6 +25,7 @@ from tideline.project import ProjectInfo, current_project
 from tideline.runtime import Runtime
 from tideline.scopes import GLOBAL_KINDS
 from tideline.store.base import Store, VectorSearch
+from tideline.store.routing import standby_reads
 from tideline.write.validate import (
     clean_callback,
     clean_flag,
@@ -373,8 +374,10 @@ class Memory:
         """
         from tideline.recall.request import recall
 
-        return recall(self._rt, query, scope=scope, limit=limit, kind=kind, since=since,
-                      until=until, include_turns=include_turns, abstain=abstain, tier=tier, log=log)
+        with standby_reads():
+            return recall(self._rt, query, scope=scope, limit=limit, kind=kind, since=since,
+                          until=until, include_turns=include_turns, abstain=abstain, tier=tier,
+                          log=log)
 
     # -- feedback and edits ---------------------------------------------------------------
 
@@ -466,7 +469,8 @@ class Memory:
         """
         from tideline.reading import show
 
-        return show(self._rt, memory_id, scope=scope)
+        with standby_reads():
+            return show(self._rt, memory_id, scope=scope)
 
     def turns(self, ids: Sequence[int], *, scope: str | None = None) -> list[Turn]:
         """Raw turns by internal id (e.g. a memory's source_links).
@@ -735,9 +739,10 @@ class Memory:
 
         tiers = clean_tiers(tiers)
         budget, session = self._budget_session(budget, session)
-        return build_brief(self._agent, info=self._info_for(scope), identity=self.identity(),
-                           tuning=self.inject_tuning, budget=budget, session=session,
-                           tiers=tiers, agent=self.config.agent_name)
+        with standby_reads():
+            return build_brief(self._agent, info=self._info_for(scope), identity=self.identity(),
+                               tuning=self.inject_tuning, budget=budget, session=session,
+                               tiers=tiers, agent=self.config.agent_name)
 
     def inject_prefetch(
         self, query: str, *, session: str | None = None, budget: int | None = None,
@@ -766,9 +771,10 @@ class Memory:
             raise InvalidInput("recent must be session, bridge or off")
         budget, session = self._budget_session(budget, session)
         log = clean_flag(log, "log")
-        return build_prefetch(self._rt, self._agent, query, info=self._info_for(scope),
-                              tuning=self.inject_tuning, budget=budget, session=session,
-                              recent=recent, log=log)
+        with standby_reads():
+            return build_prefetch(self._rt, self._agent, query, info=self._info_for(scope),
+                                  tuning=self.inject_tuning, budget=budget, session=session,
+                                  recent=recent, log=log)
 
     def read_context(
         self, *, memory_id: int | None = None, query: str | None = None,
@@ -789,8 +795,10 @@ class Memory:
         """
         from tideline.inject.texture import read_context
 
-        return read_context(self._rt, self._agent, memory_id=memory_id, query=query,
-                            session=session, around=around, radius=radius, limit=limit, scope=scope)
+        with standby_reads():
+            return read_context(self._rt, self._agent, memory_id=memory_id, query=query,
+                                session=session, around=around, radius=radius, limit=limit,
+                                scope=scope)
 
     # -- importers ------------------------------------------------------------------------
 
@@ -1009,7 +1017,8 @@ class Memory:
         from tideline.report.build import build_report
 
         days = clean_int(days, "days", lo=1, hi=3650)
-        return build_report(self._rt, days=days)
+        with standby_reads():
+            return build_report(self._rt, days=days)
 
     # -- dream ----------------------------------------------------------------------------
 
