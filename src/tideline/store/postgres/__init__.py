@@ -82,19 +82,28 @@ def open_postgres(url: str, directory: Path, namespace: str, marker: str, *,
 def peek_database_meta(url: str, key: str) -> str | None:
     """One ``db_meta`` value of the database at ``url`` without opening the store
     (no pool, no migration); None when absent or unreadable (the open that follows
-    reports why)."""
+    reports why). While no primary answers (a failover), a standby is read instead:
+    ``$TIDELINE_DATABASE_READ_URL``, or the hosts of a multi-host ``url``."""
+    import os
+
     try:
         import psycopg
+
+        from tideline.store.postgres.replicas import route_urls
     except ImportError:
         return None
-    try:
-        with psycopg.connect(url, connect_timeout=10) as conn:
-            if conn.execute("SELECT to_regclass('db_meta')").fetchone() in (None, (None,)):
-                return None
-            row = conn.execute("SELECT value FROM db_meta WHERE key = %s", (key,)).fetchone()
-    except psycopg.Error:
-        return None
-    return None if row is None else str(row[0])
+    write, fallback, _routed = route_urls(url, os.environ.get("TIDELINE_DATABASE_READ_URL"))
+    for where in dict.fromkeys(u for u in (write, fallback) if u):
+        try:
+            with psycopg.connect(where, connect_timeout=10) as conn:
+                if conn.execute("SELECT to_regclass('db_meta')").fetchone() in (None, (None,)):
+                    return None
+                row = conn.execute("SELECT value FROM db_meta WHERE key = %s",
+                                   (key,)).fetchone()
+        except psycopg.Error:
+            continue
+        return None if row is None else str(row[0])
+    return None
 
 
 def peek_database_gate(url: str, namespace: str) -> GateView | None:

@@ -638,8 +638,11 @@ class Database(MetaRows):
             else:
                 yield outer
             return
-        if not writing and self.route is not None and (
-                self.primary.down or (self.route.routed and standby_ok())):
+        # Only a read-only verb's reads may go to a standby: always when the reads are
+        # routed, else while no primary answers (other reads decide writes: they wait
+        # for the primary, and their PrimaryUnavailable is what probes for it).
+        if not writing and self.route is not None and standby_ok() and (
+                self.route.routed or self.primary.down):
             got = self._acquire_standby()
             if got is not None:
                 with self._standby_session(*got) as conn:
