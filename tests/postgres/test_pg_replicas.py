@@ -163,3 +163,43 @@ def test_a_write_url_at_a_standby_refuses_writes_with_a_typed_retryable_error(
     rows = pg_pair.sql(pg_pair.primary, "SELECT count(*) FROM memories WHERE gesture LIKE "
                        "'%never reach%'", pair_db)
     assert rows == [(0,)]
+
+
+# -- doctor and introspect ----------------------------------------------------------------
+
+def test_doctor_and_introspect_show_a_healthy_synchronous_pair(
+        pg_pair: Any, pair_db: str, tmp_path: Path) -> None:
+    with _open(pg_pair, pair_db, tmp_path) as mem:
+        found = mem.doctor()
+        assert found["ok"], found["problems"]
+        topo = mem.introspect()["replication"]
+        assert topo["write"]["role"] == "primary" and topo["read"]["role"] == "standby"
+        assert [s["sync_state"] for s in topo["write"]["standbys"]] == ["sync"]
+        assert topo["problems"] == [] and not topo["read_only"]
+
+
+def test_doctor_reports_a_write_url_at_a_standby(
+        pg_pair: Any, pair_db: str, tmp_path: Path) -> None:
+    with _open(pg_pair, pair_db, tmp_path, read=False) as seed:
+        seed.remember("seeded on the primary")
+    pg_pair.wait_replayed()
+    with Memory.open(tmp_path / "other", embedder=hashing(), project="global",
+                     database=pg_pair.standby.url(pair_db)) as mem:
+        found = mem.doctor()
+        assert not found["ok"]
+        assert any("reaches a standby" in p for p in found["problems"])
+        assert mem.introspect()["replication"]["write"]["role"] == "standby"
+
+
+def test_doctor_reports_a_read_url_at_the_primary(
+        pg_pair: Any, pair_db: str, tmp_path: Path) -> None:
+    from tideline.config import Config
+
+    cfg = Config.load(home=tmp_path / "local", database=pg_pair.primary.url(pair_db),
+                      database_read_url=pg_pair.primary.url(pair_db), embedder="hashing")
+    with Memory.open(tmp_path / "local", embedder=hashing(), project="global",
+                     config=cfg) as mem:
+        found = mem.doctor()
+        assert not found["ok"]
+        assert any("read URL reaches the primary" in p for p in found["problems"])
+        assert mem.introspect()["replication"]["read"]["role"] == "primary"

@@ -221,8 +221,23 @@ class PostgresStore(TurnRows, NamespaceRows):
         """Check the derived data (index rows, vectors, times) and, with ``repair``,
         rebuild it (see :mod:`tideline.store.postgres.maintenance`)."""
         from tideline.store.postgres.maintenance import doctor
+        from tideline.store.postgres.topology import check_topology
 
-        return doctor(self, embedder, vectors, repair=repair, progress=progress)
+        out = doctor(self, embedder, vectors, repair=repair, progress=progress)
+        # Where the URLs lead: a write URL at a standby, a read URL at the primary.
+        out["replication"] = topology = check_topology(self.db)
+        if topology["problems"]:
+            out["problems"] = [*out["problems"], *topology["problems"]]
+            out["ok"] = False
+        return out
+
+    def topology(self) -> dict[str, Any]:
+        """What the write URL and the read URL reach (roles, standbys, synchronous
+        settings) and what is misconfigured (see
+        :func:`~tideline.store.postgres.topology.check_topology`)."""
+        from tideline.store.postgres.topology import check_topology
+
+        return check_topology(self.db)
 
     def reembed(
         self, new: Embedder, *, progress: Callable[[int, int], None] | None = None
