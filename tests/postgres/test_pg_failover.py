@@ -85,7 +85,7 @@ def _found(pair: Any, database: str) -> Counter[str]:
 
 
 def run_cycles(pair: Any, database: str, tmp: Path, *, cycles: int, writers: int = 2,
-               per_phase: int = 5) -> tuple[Tally, Counter[str]]:
+               per_phase: int = 3) -> tuple[Tally, Counter[str]]:
     """Run the load through ``cycles`` failovers (each ends with the old primary rejoined
     as the standby); returns the tally and the keys found on the last primary."""
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}",

@@ -92,6 +92,14 @@ def test_writes_never_go_where_a_standby_may_answer(hosts: list[str], attrs: str
     assert route is not None
 
 
+@settings(max_examples=300, deadline=None)
+@given(rest=st.text(max_size=60), read=st.none() | st.text(max_size=20))
+def test_any_url_text_splits_without_an_untyped_error(rest: str, read: str | None) -> None:
+    write, route, routed = route_urls("postgresql://" + rest, read or None)
+    assert write.startswith("postgresql://")
+    assert route is not None or not routed  # a routed read URL is always there
+
+
 # -- routing -------------------------------------------------------------------------------
 
 def test_recall_show_and_brief_read_the_standby_and_writes_reach_the_primary(

@@ -110,15 +110,19 @@ def route_urls(url: str, read_url: str | None) -> tuple[str, str | None, bool]:
         whether read-only verbs use it always (True) or only while no primary
         answers (False).
     """
-    attrs = target_attrs(url)
+    try:
+        attrs = target_attrs(url)
+        hosts = hosts_of(url)
+    except ValueError:  # not a URL urllib can split (a bad IPv6 literal): libpq says why
+        return url, read_url, read_url is not None
     write = url
-    if attrs in _STANDBY_ATTRS or (hosts_of(url) > 1 and attrs in (None, "any")):
+    if attrs in _STANDBY_ATTRS or (hosts > 1 and attrs in (None, "any")):
         write = _with_attr(url, "read-write")
     if read_url:
         return write, read_url, True
     if attrs in _STANDBY_ATTRS:
         return write, url, True
-    if hosts_of(url) > 1:
+    if hosts > 1:
         return write, _with_attr(url, "prefer-standby"), False
     # One host: the same server, read-only, for the reads of a store whose URL reaches
     # a standby by mistake (writes refused, recall still answers).
