@@ -36,10 +36,15 @@ def _open(home: Path) -> Memory:
         except TidelineError as exc:
             if not exc.retryable:
                 raise
+            print(f"open: {exc.code}: {exc} <- {exc.__cause__!r}", file=sys.stderr)  # noqa: T201
             time.sleep(0.05)
 
 
 def main(role: str, name: str, out_path: str, stop: str) -> int:
+    if os.environ.get("TIDELINE_TEST_DUMP"):  # where a process that hangs is, every 10 s
+        import faulthandler
+
+        faulthandler.dump_traceback_later(10, repeat=True)
     rng = random.Random(name)  # noqa: S311 - test data
     home = Path(out_path).with_suffix(".home")
     out = open(out_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115 - lives to the end
@@ -75,7 +80,7 @@ def main(role: str, name: str, out_path: str, stop: str) -> int:
                 except TidelineError as exc:
                     kind = "R" if exc.retryable else "E"
                     out.write(f"{kind} {exc.code} {time.time():.3f}\n")
-                time.sleep(0.01 if role == "recaller" else 0.05)
+                time.sleep(0.01 if role == "recaller" else 0.5)
     finally:
         mem.close()
         out.close()

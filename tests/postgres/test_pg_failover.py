@@ -97,10 +97,11 @@ def run_cycles(pair: Any, database: str, tmp: Path, *, cycles: int, writers: int
     roles = [("writer", f"w{n}") for n in range(writers)] + [("recaller", "r0"),
                                                              ("sleeper", "s0")]
     outs = {name: tmp / f"{name}.out" for _, name in roles}
+    errs = {name: tmp / f"{name}.err" for _, name in roles}  # kept for a failure's reader
     procs = [subprocess.Popen(  # noqa: S603 - this interpreter, this repository's module
         [sys.executable, "-m", "tests.postgres.failover_load", role, name, str(outs[name]),
-         str(stop)], cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        for role, name in roles]
+         str(stop)], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+        stderr=errs[name].open("wb")) for role, name in roles]
     writer_outs = [outs[name] for role, name in roles if role == "writer"]
 
     def acked_each(at_least: int) -> bool:
@@ -120,6 +121,7 @@ def run_cycles(pair: Any, database: str, tmp: Path, *, cycles: int, writers: int
             _until(lambda b=before: _read([outs["r0"]]).read_only_recalls  # type: ignore[misc]
                    > b.read_only_recalls, "a read-only recall from the standby")
             _hook_is_silent(env, tmp)
+            _fresh_recall_reads_the_standby(env, tmp)
             pair.promote()
             target += per_phase
             _until(lambda n=target: acked_each(n),  # type: ignore[misc]
@@ -127,16 +129,15 @@ def run_cycles(pair: Any, database: str, tmp: Path, *, cycles: int, writers: int
             pair.rejoin()
     finally:
         stop.touch()
-        errs = []
         for p in procs:
             try:
-                _out, err = p.communicate(timeout=60)
+                p.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 p.kill()
-                _out, err = p.communicate()
-            errs.append(err.decode("utf-8", "replace"))
-    assert not any("Traceback" in e for e in errs), errs
-    assert all(p.returncode == 0 for p in procs), errs
+                p.wait()
+    stderr = {name: path.read_text("utf-8", "replace") for name, path in errs.items()}
+    assert not any("Traceback" in e for e in stderr.values()), stderr
+    assert all(p.returncode == 0 for p in procs), stderr
     return _read(list(outs.values())), _found(pair, database)
 
 
@@ -154,6 +155,16 @@ def _hook_is_silent(env: dict[str, str], tmp: Path) -> None:
         timeout=60, check=False)
     assert done.returncode == 0
     assert done.stderr.strip() == "", done.stderr
+
+
+def _fresh_recall_reads_the_standby(env: dict[str, str], tmp: Path) -> None:
+    """A CLI recall started while no primary exists opens the store from the standby."""
+    done = subprocess.run(  # noqa: S603 - this interpreter, the CLI
+        [sys.executable, "-m", "tideline", "recall", "writer fact", "--json"],
+        capture_output=True, text=True, cwd=ROOT, timeout=60, check=False,
+        env={**env, "TIDELINE_EMBEDDER": "hashing", "TIDELINE_HOME": str(tmp / "cli")})
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["read_only"] is True
 
 
 def check(tally: Tally, found: Counter[str]) -> dict[str, int]:

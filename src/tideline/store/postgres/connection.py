@@ -638,11 +638,13 @@ class Database(MetaRows):
             else:
                 yield outer
             return
-        # Only a read-only verb's reads may go to a standby: always when the reads are
-        # routed, else while no primary answers (other reads decide writes: they wait
-        # for the primary, and their PrimaryUnavailable is what probes for it).
-        if not writing and self.route is not None and standby_ok() and (
-                self.route.routed or self.primary.down):
+        # A read-only verb's reads go to a standby when the reads are routed. Any read
+        # does while no primary answers (probed first, at most every PROBE_EVERY s: the
+        # reads of a write are what notices the new primary); a write sent through it
+        # is refused by the standby and raised as PrimaryUnavailable.
+        if not writing and self.route is not None and (
+                (self.route.routed and standby_ok())
+                or (self.primary.down and not self.primary.probe())):
             got = self._acquire_standby()
             if got is not None:
                 with self._standby_session(*got) as conn:
@@ -675,12 +677,18 @@ class Database(MetaRows):
     def _failed(self, exc: psycopg.Error, raw: psycopg.Connection[Any],
                 endpoint: Endpoint) -> TidelineError:
         """The typed error for a failed session; a lost server marks its endpoint down."""
+        mapped: TidelineError
         refused = getattr(exc, "sqlstate", None) == "25006"
-        if is_lost(exc, raw) and not (refused and endpoint.read_only):
-            # (A standby refusing a write is not a standby lost: that is a bug upstream.)
+        if refused and endpoint.read_only:
+            # A write reached the read route while no primary answers: the primary's job.
+            mapped = PrimaryUnavailable("no PostgreSQL primary answers right now (a "
+                                        "failover?); nothing was written: retry shortly")
+            mapped.__cause__ = exc
+            return mapped
+        if is_lost(exc, raw):
             endpoint.mark_down()
             where = "standby" if endpoint.read_only else "primary"
-            mapped: TidelineError = PrimaryUnavailable(
+            mapped = PrimaryUnavailable(
                 f"the connection to the PostgreSQL {where} was lost or refused the "
                 f"statement ({' '.join(str(exc).split())[:300]}); retry shortly")
             mapped.__cause__ = exc
