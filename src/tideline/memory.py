@@ -25,7 +25,7 @@ from tideline.project import ProjectInfo, current_project
 from tideline.runtime import Runtime
 from tideline.scopes import GLOBAL_KINDS
 from tideline.store.base import Store, VectorSearch
-from tideline.store.routing import standby_reads
+from tideline.store.routing import reads_standby
 from tideline.write.validate import (
     clean_callback,
     clean_flag,
@@ -335,6 +335,7 @@ class Memory:
 
     # -- recall ---------------------------------------------------------------------------
 
+    @reads_standby
     def recall(
         self,
         query: str,
@@ -374,10 +375,8 @@ class Memory:
         """
         from tideline.recall.request import recall
 
-        with standby_reads():
-            return recall(self._rt, query, scope=scope, limit=limit, kind=kind, since=since,
-                          until=until, include_turns=include_turns, abstain=abstain, tier=tier,
-                          log=log)
+        return recall(self._rt, query, scope=scope, limit=limit, kind=kind, since=since,
+                      until=until, include_turns=include_turns, abstain=abstain, tier=tier, log=log)
 
     # -- feedback and edits ---------------------------------------------------------------
 
@@ -454,6 +453,7 @@ class Memory:
         """
         return self._rt.get(memory_id, scope=scope)
 
+    @reads_standby
     def show(self, memory_id: int, *, scope: str | None = None) -> dict[str, Any]:
         """A memory with its edges, version history, retention and linked raw turns.
 
@@ -469,8 +469,7 @@ class Memory:
         """
         from tideline.reading import show
 
-        with standby_reads():
-            return show(self._rt, memory_id, scope=scope)
+        return show(self._rt, memory_id, scope=scope)
 
     def turns(self, ids: Sequence[int], *, scope: str | None = None) -> list[Turn]:
         """Raw turns by internal id (e.g. a memory's source_links).
@@ -715,6 +714,7 @@ class Memory:
 
     # -- injection and raw context --------------------------------------------------------
 
+    @reads_standby
     def inject_brief(
         self, *, session: str | None = None, budget: int | None = None,
         tiers: Sequence[str] = ("T0", "T2", "T2b", "T3"), scope: str | None = None,
@@ -739,11 +739,11 @@ class Memory:
 
         tiers = clean_tiers(tiers)
         budget, session = self._budget_session(budget, session)
-        with standby_reads():
-            return build_brief(self._agent, info=self._info_for(scope), identity=self.identity(),
-                               tuning=self.inject_tuning, budget=budget, session=session,
-                               tiers=tiers, agent=self.config.agent_name)
+        return build_brief(self._agent, info=self._info_for(scope), identity=self.identity(),
+                           tuning=self.inject_tuning, budget=budget, session=session,
+                           tiers=tiers, agent=self.config.agent_name)
 
+    @reads_standby
     def inject_prefetch(
         self, query: str, *, session: str | None = None, budget: int | None = None,
         scope: str | None = None, recent: RecentMode = "session", log: bool = True,
@@ -771,11 +771,11 @@ class Memory:
             raise InvalidInput("recent must be session, bridge or off")
         budget, session = self._budget_session(budget, session)
         log = clean_flag(log, "log")
-        with standby_reads():
-            return build_prefetch(self._rt, self._agent, query, info=self._info_for(scope),
-                                  tuning=self.inject_tuning, budget=budget, session=session,
-                                  recent=recent, log=log)
+        return build_prefetch(self._rt, self._agent, query, info=self._info_for(scope),
+                              tuning=self.inject_tuning, budget=budget, session=session,
+                              recent=recent, log=log)
 
+    @reads_standby
     def read_context(
         self, *, memory_id: int | None = None, query: str | None = None,
         session: str | None = None, around: int | None = None, radius: int = 3,
@@ -795,10 +795,8 @@ class Memory:
         """
         from tideline.inject.texture import read_context
 
-        with standby_reads():
-            return read_context(self._rt, self._agent, memory_id=memory_id, query=query,
-                                session=session, around=around, radius=radius, limit=limit,
-                                scope=scope)
+        return read_context(self._rt, self._agent, memory_id=memory_id, query=query,
+                            session=session, around=around, radius=radius, limit=limit, scope=scope)
 
     # -- importers ------------------------------------------------------------------------
 
@@ -1002,6 +1000,7 @@ class Memory:
 
         return entity_graph(self._rt, limit=limit)
 
+    @reads_standby
     def report(self, *, days: int = 30) -> dict[str, Any]:
         """How the memory behaves over time: growth, gate, recall, dynamics, sleeps, hooks.
 
@@ -1017,8 +1016,7 @@ class Memory:
         from tideline.report.build import build_report
 
         days = clean_int(days, "days", lo=1, hi=3650)
-        with standby_reads():
-            return build_report(self._rt, days=days)
+        return build_report(self._rt, days=days)
 
     # -- dream ----------------------------------------------------------------------------
 

@@ -12,10 +12,15 @@ nothing on SQLite, which ignores it.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+import functools
+from collections.abc import Callable, Iterator
 from contextvars import ContextVar
+from typing import ParamSpec, TypeVar
 
-__all__ = ["standby_ok", "standby_reads"]
+P = ParamSpec("P")
+R = TypeVar("R")
+
+__all__ = ["reads_standby", "standby_ok", "standby_reads"]
 
 _STANDBY_OK: ContextVar[bool] = ContextVar("tideline_standby_ok", default=False)
 
@@ -33,3 +38,14 @@ def standby_reads() -> Iterator[None]:
 def standby_ok() -> bool:
     """Whether the current call allows its reads to go to a standby."""
     return _STANDBY_OK.get()
+
+
+def reads_standby(verb: Callable[P, R]) -> Callable[P, R]:
+    """Mark a read-only verb: its reads may go to a standby (see :func:`standby_reads`)."""
+
+    @functools.wraps(verb)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with standby_reads():
+            return verb(*args, **kwargs)
+
+    return wrapper
