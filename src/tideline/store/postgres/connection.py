@@ -537,11 +537,15 @@ class Database(MetaRows):
         try:  # one direct try first: an unreachable server fails now, not after the pool's wait
             psycopg.connect(self.url, connect_timeout=10).close()
         except psycopg.Error as exc:
-            if self.route is None:
-                raise BackendUnavailable(
-                    f"cannot reach the PostgreSQL server at {self.path}: "
-                    f"{' '.join(str(exc).split())}") from exc
-            # No primary, but a standby may answer: open read-only (a failover).
+            unreachable = BackendUnavailable(
+                f"cannot reach the PostgreSQL server at {self.path}: "
+                f"{' '.join(str(exc).split())}")
+            if self.route is None or route_url == self.url:
+                raise unreachable from exc
+            try:  # no primary, but a standby may answer: open read-only (a failover)
+                psycopg.connect(self.route.endpoint.url, connect_timeout=10).close()
+            except psycopg.Error:
+                raise unreachable from exc
             self.primary.mark_down()
         try:
             if not self.primary.down:
