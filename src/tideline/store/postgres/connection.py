@@ -654,7 +654,7 @@ class Database(MetaRows):
                 with self._standby_session(*got) as conn:
                     yield conn
                 return
-        pool, raw = self._acquire()
+        raw = self._acquire()
         conn = Conn(raw, writing=writing, columns=self._columns, counter=self._counter)
         conn.on_commit = self._note_commit
         self._local.conn = conn
@@ -676,7 +676,7 @@ class Database(MetaRows):
             raise self._failed(exc, raw, self.primary) from exc
         finally:
             self._local.conn = None
-            pool.putconn(raw)
+            self._release(raw)
 
     def _failed(self, exc: psycopg.Error, raw: psycopg.Connection[Any],
                 endpoint: Endpoint) -> TidelineError:
@@ -751,18 +751,28 @@ class Database(MetaRows):
             self._local.conn = None
             pool.putconn(raw)
 
+    @staticmethod
+    def _release(raw: psycopg.Connection[Any]) -> None:
+        """Give a primary connection back to the pool it came from: after a failover
+        that is a pool already replaced (and closed), which closes it."""
+        pool = getattr(raw, "_pool", None)  # psycopg_pool's own mark of the owner
+        if pool is not None:
+            pool.putconn(raw)
+        else:
+            raw.close()
+
     def _register_vector(self, raw: psycopg.Connection[Any]) -> None:
         oid = self._vector_oid
         if oid is not None and raw.adapters.get_loader(oid, Format.BINARY) is None:
             raw.adapters.register_loader(oid, _VectorBinaryLoader)
             raw.adapters.register_loader(oid, _VectorTextLoader)
 
-    def _acquire(self) -> tuple[psycopg_pool.ConnectionPool[Any], psycopg.Connection[Any]]:
+    def _acquire(self) -> psycopg.Connection[Any]:
         for attempt in range(self.retries + 1):
             try:
-                pool, raw = self.primary.getconn(10.0)
+                _pool, raw = self.primary.getconn(10.0)
                 self._register_vector(raw)
-                return pool, raw
+                return raw
             except psycopg_pool.PoolTimeout as exc:
                 if attempt == self.retries:
                     raise StoreBusy(f"no database connection free at {self.path}") from exc
@@ -815,7 +825,7 @@ class Database(MetaRows):
             with self.read() as conn:  # inside a transaction already: its view it is
                 yield conn
             return
-        pool, raw = self._acquire()
+        raw = self._acquire()
         conn = Conn(raw, writing=False, columns=self._columns, counter=self._counter)
         conn.in_transaction = True
         self._local.conn = conn
@@ -831,7 +841,7 @@ class Database(MetaRows):
             with contextlib.suppress(psycopg.Error):
                 raw.isolation_level = None
                 raw.read_only = None
-            pool.putconn(raw)
+            self._release(raw)
 
     # -- meta, migrations -----------------------------------------------------------------
 
