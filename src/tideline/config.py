@@ -320,6 +320,13 @@ class Config:
             connection at a time; raise it for a ``tideline serve --http`` host that
             answers many requests at once (each waits up to 10 s for a free connection,
             then retries). Unused on SQLite.
+        database_read_url: where recall, the brief, ``read_context``, ``show`` and the
+            report may read: a hot standby, or several (a libpq multi-host URL)
+            (``$TIDELINE_DATABASE_READ_URL``). Writes, sleep and dream always go to the
+            primary of ``database`` (see docs/postgres.md, high availability).
+        database_read_wait_ms: how long such a read waits for the standby to replay
+            this process's own newest write before it reads the primary instead
+            (``$TIDELINE_DATABASE_READ_WAIT_MS``, default 500).
     """
 
     home: Path = field(default_factory=default_home)
@@ -339,6 +346,8 @@ class Config:
     known_persons: tuple[str, ...] = ()
     database: str | None = None
     database_pool_size: int = 4
+    database_read_url: str | None = None
+    database_read_wait_ms: int = 500
     caps: Caps = field(default_factory=Caps)
     recall: RecallTuning = field(default_factory=RecallTuning)
     dynamics: Dynamics = field(default_factory=Dynamics)
@@ -368,7 +377,8 @@ class Config:
             values["embed_url"] = env["TIDELINE_EMBED_URL"]
         if env.get("TIDELINE_EMBED_MODEL"):
             values["embed_model"] = env["TIDELINE_EMBED_MODEL"]
-        for name in ("backups_keep", "backups_max_mb", "database_pool_size"):
+        for name in ("backups_keep", "backups_max_mb", "database_pool_size",
+                     "database_read_wait_ms"):
             var = f"TIDELINE_{name.upper()}"
             if env.get(var):
                 values[name] = _int(env[var], var)
@@ -379,6 +389,8 @@ class Config:
             values["agent_name"] = env["TIDELINE_AGENT_NAME"]
         if env.get("TIDELINE_DATABASE_URL"):
             values["database"] = env["TIDELINE_DATABASE_URL"]
+        if env.get("TIDELINE_DATABASE_READ_URL"):
+            values["database_read_url"] = env["TIDELINE_DATABASE_READ_URL"]
         if env.get("TIDELINE_KNOWN_PERSONS"):
             values["known_persons"] = tuple(
                 p.strip() for p in env["TIDELINE_KNOWN_PERSONS"].split(",") if p.strip())
@@ -400,6 +412,10 @@ class Config:
         if isinstance(pool, bool) or not isinstance(pool, int) or not 1 <= pool <= 1000:
             raise InvalidInput(f"database_pool_size must be a whole number from 1 to 1000, "
                                f"got {pool!r}")
+        wait = values.get("database_read_wait_ms", 500)
+        if isinstance(wait, bool) or not isinstance(wait, int) or not 0 <= wait <= 60_000:
+            raise InvalidInput(f"database_read_wait_ms must be a whole number from 0 to "
+                               f"60000, got {wait!r}")
         return cls(**values)
 
     def __post_init__(self) -> None:

@@ -11,6 +11,7 @@ Every failure a caller can act on has its own class. The tree::
     ├── Conflict                a version check failed (someone wrote meanwhile)
     ├── StoreError              the database itself
     │   ├── StoreBusy           still locked after the bounded retries
+    │   │   └── PrimaryUnavailable  no primary to write to (a failover); retry soon
     │   ├── StoreFull           disk or quota full
     │   ├── StoreCorrupt        integrity check failed / not a database
     │   ├── SchemaTooNew        written by a newer Tideline
@@ -35,6 +36,7 @@ __all__ = [
     "InputTooLarge",
     "InvalidInput",
     "NotFound",
+    "PrimaryUnavailable",
     "SchemaTooNew",
     "StoreBusy",
     "StoreClosed",
@@ -52,6 +54,9 @@ class TidelineError(Exception):
     code = "tideline_error"
     exit_code = 1
     jsonrpc_code = -32015
+    #: Whether the same call may succeed if made again a little later (nothing was
+    #: written, or an idempotency key makes the repeat safe).
+    retryable = False
 
 
 class InvalidInput(TidelineError, ValueError):
@@ -119,6 +124,21 @@ class StoreBusy(StoreError):
     code = "store_busy"
     exit_code = 11
     jsonrpc_code = -32011
+    retryable = True
+
+
+class PrimaryUnavailable(StoreBusy):
+    """No PostgreSQL primary answers right now (it died, a standby is being promoted,
+    or the URL reaches only standbys); nothing was written by the failed call.
+
+    Retry after a short wait: the pool reconnects to the new primary on its own, and
+    an idempotency key makes the repeated write safe. Reads keep answering from a
+    standby meanwhile, marked read-only.
+    """
+
+    code = "primary_unavailable"
+    exit_code = 17
+    jsonrpc_code = -32018
 
 
 class StoreFull(StoreError):

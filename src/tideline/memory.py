@@ -25,6 +25,7 @@ from tideline.project import ProjectInfo, current_project
 from tideline.runtime import Runtime
 from tideline.scopes import GLOBAL_KINDS
 from tideline.store.base import Store, VectorSearch
+from tideline.store.routing import reads_standby
 from tideline.write.validate import (
     clean_callback,
     clean_flag,
@@ -334,6 +335,7 @@ class Memory:
 
     # -- recall ---------------------------------------------------------------------------
 
+    @reads_standby
     def recall(
         self,
         query: str,
@@ -451,6 +453,7 @@ class Memory:
         """
         return self._rt.get(memory_id, scope=scope)
 
+    @reads_standby
     def show(self, memory_id: int, *, scope: str | None = None) -> dict[str, Any]:
         """A memory with its edges, version history, retention and linked raw turns.
 
@@ -721,6 +724,7 @@ class Memory:
 
     # -- injection and raw context --------------------------------------------------------
 
+    @reads_standby
     def inject_brief(
         self, *, session: str | None = None, budget: int | None = None,
         tiers: Sequence[str] = ("T0", "T2", "T2b", "T3"), scope: str | None = None,
@@ -749,6 +753,7 @@ class Memory:
                            tuning=self.inject_tuning, budget=budget, session=session,
                            tiers=tiers, agent=self.config.agent_name)
 
+    @reads_standby
     def inject_prefetch(
         self, query: str, *, session: str | None = None, budget: int | None = None,
         scope: str | None = None, recent: RecentMode = "session", log: bool = True,
@@ -780,6 +785,7 @@ class Memory:
                               tuning=self.inject_tuning, budget=budget, session=session,
                               recent=recent, log=log)
 
+    @reads_standby
     def read_context(
         self, *, memory_id: int | None = None, query: str | None = None,
         session: str | None = None, around: int | None = None, radius: int = 3,
@@ -1013,6 +1019,7 @@ class Memory:
 
         return entity_graph(self._rt, limit=limit)
 
+    @reads_standby
     def report(self, *, days: int = 30) -> dict[str, Any]:
         """How the memory behaves over time: growth, gate, recall, dynamics, sleeps, hooks.
 

@@ -289,6 +289,9 @@ class RecallPacket:
     degraded: str | None = None
     """``"lexical"`` when the embedder was unavailable (or the store has none): the
     items come from full text, the graph and dates only; None normally."""
+    read_only: bool = False
+    """True when no PostgreSQL primary answered (a failover): a standby answered,
+    possibly a moment behind, and the recall was not journaled."""
 
     @property
     def memories(self) -> tuple[RecallItem, ...]:
@@ -315,6 +318,7 @@ class RecallPacket:
             "signals": self.signals,
             "filters": self.filters,
             "degraded": self.degraded,
+            **({"read_only": True} if self.read_only else {}),
         }
 
 

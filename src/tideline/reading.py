@@ -86,4 +86,7 @@ def introspect(rt: Runtime, project: ProjectInfo) -> dict[str, Any]:
                      "profile": dataclasses.asdict(embedder.profile)},
         "schema_version": described["schema_version"],
     })
+    topology = getattr(store, "topology", None)  # PostgreSQL: primary, standbys, read URL
+    if topology is not None:
+        out["replication"] = topology()
     return out

@@ -108,7 +108,8 @@ class Runtime:
             store = open_store(
                 config.home, config.namespace, embedder.marker, database=config.database,
                 busy_timeout_ms=config.busy_timeout_ms, retries=config.busy_retries,
-                pool_size=config.database_pool_size,
+                pool_size=config.database_pool_size, read_url=config.database_read_url,
+                read_wait_ms=config.database_read_wait_ms,
             )
         opened = store
 

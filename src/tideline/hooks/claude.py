@@ -81,7 +81,8 @@ class _Run:
             from tideline.store.agent import AgentReader
 
             self._reader = AgentReader.open(self.config.home, self.config.namespace,
-                                            database=self.config.database)
+                                            database=self.config.database,
+                                            read_url=self.config.database_read_url)
         return self._reader
 
     @property
@@ -153,9 +154,13 @@ def _session_start(run: _Run) -> HookOutcome:
     source = _text(run.payload.get("source")) or "startup"
     # After a compaction the current session's own texture is what was lost: allow it in T2b.
     exclude = None if source == "compact" else (run.session or None)
-    result = build_brief(run.reader, info=run.info, identity=read_identity(run.config.home),
-                         tuning=InjectTuning.load(), session=exclude,
-                         agent=run.config.agent_name)
+    from tideline.store.routing import standby_reads
+
+    with standby_reads():  # the brief only reads: a standby may answer it
+        result = build_brief(run.reader, info=run.info,
+                             identity=read_identity(run.config.home),
+                             tuning=InjectTuning.load(), session=exclude,
+                             agent=run.config.agent_name)
     run.journal("inject", {"kind": "brief", "source": source, "tokens": result.tokens,
                            "tier_tokens": result.tier_tokens, "rule": run.info.rule})
     summary: dict[str, Any] = {"tokens": result.tokens, "tier_tokens": result.tier_tokens}
@@ -295,6 +300,10 @@ def run_hook(event: str, raw: str, config: Config) -> HookOutcome:
             _record_failure(config, event, code, message, payload)
         except Exception as inner:  # the store itself is unusable; stderr is all we have
             line += f" (journal unavailable: {type(inner).__name__}: {inner})"
+        if isinstance(exc, TidelineError) and exc.retryable:
+            # A failover or a lock held a moment too long: the next prompt's hook will
+            # succeed; the agent's user need not see it (the journal has it if it could).
+            return HookOutcome()
         return HookOutcome(stderr=line.replace("\n", " ")[:2000])
     finally:
         if run is not None:

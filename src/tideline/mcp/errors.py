@@ -24,6 +24,8 @@ schema_too_new            -32014    written by a newer Tideline
 store_error               -32015    another database failure
 backend_unavailable       -32016    a database URL whose backend this Tideline lacks
 store_closed              -32017    the Memory was closed (Python API)
+primary_unavailable       -32018    no PostgreSQL primary right now (failover);
+                                    nothing written, retry shortly
 embedder_mismatch         -32020    the store was built with another embedder
 embedder_error            -32021    the embedding model or endpoint failed
 tideline_error            -32015    any other Tideline error (the base class)

@@ -12,6 +12,7 @@ a read runs where its result is first needed, as if called there.
 
 from __future__ import annotations
 
+import contextvars
 import os
 import threading
 from collections.abc import Callable
@@ -83,4 +84,7 @@ def later(call: Callable[[], T], *, parallel: bool) -> Later[T]:
     Returns:
         Its pending result.
     """
-    return Later(call, _executor().submit(call) if parallel else None)
+    # The worker runs in a copy of the caller's context: what the call may read from
+    # (tideline.store.routing: a standby for a read-only verb) follows it.
+    return Later(call, _executor().submit(contextvars.copy_context().run, call)
+                 if parallel else None)

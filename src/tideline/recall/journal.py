@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 
+from tideline.errors import PrimaryUnavailable
 from tideline.models import RecallPacket
 from tideline.store.base import ViewHost
 from tideline.store.consolidation import ConsolidationStore
@@ -54,7 +55,12 @@ class RecallJournal:
             data["degraded"] = packet.degraded
         rows = [(int(i.id), i.similarity, i.score) for i in hits]
         own = getattr(self.store, "record_recall", None)
-        if own is not None:
-            own(data, rows, self.tier, now)
-        else:
-            ConsolidationStore(self.store).record_recall(data, rows, self.tier, now)
+        try:
+            if own is not None:
+                own(data, rows, self.tier, now)
+            else:
+                ConsolidationStore(self.store).record_recall(data, rows, self.tier, now)
+        except PrimaryUnavailable:
+            # A failover: the recall answered from a standby; its journal rows are lost,
+            # which only thins the attention statistics (the packet says read_only).
+            return

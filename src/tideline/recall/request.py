@@ -7,6 +7,7 @@ same for each of them.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from tideline.errors import InputTooLarge
@@ -54,9 +55,14 @@ def recall(
     from tideline.recall.journal import RecallJournal
 
     journal = RecallJournal(rt.store, tier) if log else None
-    return rt.engine.recall(
+    packet = rt.engine.recall(
         text, scopes=scopes, scope=current, limit=k, kind=kind,
         since=after, until=before,
         include_turns=include_turns, abstain=abstain,
         on_hits=journal.record if journal else None,
     )
+    # A PostgreSQL store whose primary is gone (a failover) answered from a standby.
+    read_only = getattr(rt.store, "read_only", None)
+    if read_only is not None and read_only():
+        packet = dataclasses.replace(packet, read_only=True)
+    return packet

@@ -85,7 +85,7 @@ def peek_gate(directory: Path, namespace: str, *,
 def open_store(
     directory: Path, namespace: str, marker: str, *, database: str | None = None,
     busy_timeout_ms: int = 5_000, retries: int = 6, check_marker: bool = True,
-    pool_size: int = 4,
+    pool_size: int = 4, read_url: str | None = None, read_wait_ms: int = 500,
 ) -> Store:
     """Open the store of one namespace: SQLite in ``directory``, or the database at a URL.
 
@@ -99,6 +99,9 @@ def open_store(
         retries: extra attempts after a busy timeout.
         check_marker: refuse a store built with another embedder.
         pool_size: PostgreSQL: most connections this process keeps open.
+        read_url: PostgreSQL: where read-only verbs may read (a standby).
+        read_wait_ms: PostgreSQL: how long a read waits for a standby to replay this
+            process's newest write before it reads the primary.
 
     Returns:
         The opened store.
@@ -112,7 +115,8 @@ def open_store(
     if backend_of(database) == "postgresql":
         store: Store = _postgres().open_postgres(
             str(database), directory, namespace, marker, retries=retries,
-            lock_timeout_ms=busy_timeout_ms, check_marker=check_marker, pool_size=pool_size)
+            lock_timeout_ms=busy_timeout_ms, check_marker=check_marker, pool_size=pool_size,
+            read_url=read_url, read_wait_ms=read_wait_ms)
         return store
     from tideline.store.sqlite.store import SQLiteStore
 

@@ -55,9 +55,11 @@ class AgentReader:
         self.ns = namespace
 
     @classmethod
-    def open(cls, home: Path, namespace: str, *, database: str | None = None) -> AgentReader:
+    def open(cls, home: Path, namespace: str, *, database: str | None = None,
+             read_url: str | None = None) -> AgentReader:
         """Open the store without the embedder (creates/migrates it if needed): the
-        SQLite file in ``home``, or the PostgreSQL database at a ``database`` URL.
+        SQLite file in ``home``, or the PostgreSQL database at a ``database`` URL
+        (``read_url``: where its read-only verbs may read, a standby).
 
         Raises:
             BackendUnavailable: the URL names a backend this installation lacks.
@@ -75,7 +77,7 @@ class AgentReader:
                 raise BackendUnavailable(
                     "PostgreSQL needs the postgres extra: "
                     f"pip install 'tideline-memory[postgres]' ({exc})") from exc
-            return cls(PostgresDatabase(str(database), home), namespace)
+            return cls(PostgresDatabase(str(database), home, read_url=read_url), namespace)
         from tideline.store.sqlite.connection import Database as SQLiteDatabase
 
         return cls(SQLiteDatabase(home), namespace)

@@ -44,7 +44,8 @@ def redact_url(url: str) -> str:
 
 def open_postgres(url: str, directory: Path, namespace: str, marker: str, *,
                   retries: int = 6, lock_timeout_ms: int = 5_000,
-                  check_marker: bool = True, pool_size: int = 4) -> PostgresStore:
+                  check_marker: bool = True, pool_size: int = 4,
+                  read_url: str | None = None, read_wait_ms: int = 500) -> PostgresStore:
     """Open (and create or migrate) the PostgreSQL store at ``url``.
 
     Args:
@@ -56,6 +57,9 @@ def open_postgres(url: str, directory: Path, namespace: str, marker: str, *,
         lock_timeout_ms: longest wait of one statement for a lock.
         check_marker: refuse a store built with another embedder.
         pool_size: most connections this process keeps open to the server.
+        read_url: where read-only verbs may read (a standby; see
+            :mod:`tideline.store.postgres.replicas`).
+        read_wait_ms: longest wait for a standby to replay this process's own writes.
 
     Raises:
         BackendUnavailable: psycopg is not installed, or the server cannot be reached.
@@ -72,25 +76,34 @@ def open_postgres(url: str, directory: Path, namespace: str, marker: str, *,
         ) from exc
     return PostgresStore(url, directory, namespace, marker, retries=retries,
                          lock_timeout_ms=lock_timeout_ms, check_marker=check_marker,
-                         pool_size=pool_size)
+                         pool_size=pool_size, read_url=read_url, read_wait_ms=read_wait_ms)
 
 
 def peek_database_meta(url: str, key: str) -> str | None:
     """One ``db_meta`` value of the database at ``url`` without opening the store
     (no pool, no migration); None when absent or unreadable (the open that follows
-    reports why)."""
+    reports why). While no primary answers (a failover), a standby is read instead:
+    ``$TIDELINE_DATABASE_READ_URL``, or the hosts of a multi-host ``url``."""
+    import os
+
     try:
         import psycopg
+
+        from tideline.store.postgres.replicas import route_urls
     except ImportError:
         return None
-    try:
-        with psycopg.connect(url, connect_timeout=10) as conn:
-            if conn.execute("SELECT to_regclass('db_meta')").fetchone() in (None, (None,)):
-                return None
-            row = conn.execute("SELECT value FROM db_meta WHERE key = %s", (key,)).fetchone()
-    except psycopg.Error:
-        return None
-    return None if row is None else str(row[0])
+    write, fallback, _routed = route_urls(url, os.environ.get("TIDELINE_DATABASE_READ_URL"))
+    for where in dict.fromkeys(u for u in (write, fallback) if u):
+        try:
+            with psycopg.connect(where, connect_timeout=10) as conn:
+                if conn.execute("SELECT to_regclass('db_meta')").fetchone() in (None, (None,)):
+                    return None
+                row = conn.execute("SELECT value FROM db_meta WHERE key = %s",
+                                   (key,)).fetchone()
+        except psycopg.Error:
+            continue
+        return None if row is None else str(row[0])
+    return None
 
 
 def peek_database_gate(url: str, namespace: str) -> GateView | None:

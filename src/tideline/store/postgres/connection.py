@@ -56,7 +56,7 @@ import re
 import threading
 import time
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -70,6 +70,7 @@ from tideline.errors import (
     BackendUnavailable,
     InputTooLarge,
     InvalidInput,
+    PrimaryUnavailable,
     SchemaTooNew,
     StoreBusy,
     StoreError,
@@ -80,7 +81,9 @@ from tideline.store.dialect import POSTGRES, PostgresDialect
 from tideline.store.meta import MetaRows
 from tideline.store.postgres import redact_url
 from tideline.store.postgres.batch import Batch, Columns, parse, plan
+from tideline.store.postgres.replicas import Endpoint, is_lost, lsn_int
 from tideline.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
+from tideline.store.routing import standby_ok
 
 __all__ = ["Conn", "Cursor", "Database", "VectorParam", "advisory_key", "from_psycopg",
            "translate"]
@@ -140,6 +143,17 @@ _FROM_VECTORS = re.compile(r"^\s*(SELECT|WITH)\b.*\bFROM vectors\b", re.IGNORECA
 @functools.lru_cache(maxsize=4096)
 def _binary(sql: str) -> bool:
     return _FROM_VECTORS.search(sql) is not None
+
+
+# A statement that changes rows (some writes run as one autocommit statement on a read
+# connection): after it, the session notes the WAL position (read your own writes).
+_CHANGES = re.compile(r"\b(INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|MERGE\s+INTO)\b",
+                      re.IGNORECASE)
+
+
+@functools.lru_cache(maxsize=4096)
+def _changes(sql: str) -> bool:
+    return _CHANGES.search(sql) is not None
 
 
 class _VectorBinaryLoader(Loader):
@@ -362,6 +376,13 @@ class Conn:
         self._columns: dict[str, Columns | None] = {} if columns is None else columns
         self.in_transaction = False
         self.pipeline: psycopg.Pipeline | None = None
+        #: Whether a standby answers this connection's reads (never written to).
+        self.standby = False
+        #: Called with the connection after each transaction of :meth:`pipelined`
+        #: commits (the store notes the WAL position: read your own writes).
+        self.on_commit: Callable[[psycopg.Connection[Any]], None] | None = None
+        #: Whether a statement that changes rows was sent (see ``_CHANGES``).
+        self.changed = False
 
     def transaction(self) -> contextlib.AbstractContextManager[Any]:
         """A transaction for statements that need one (``SET LOCAL``), pipelined; inside
@@ -377,6 +398,8 @@ class Conn:
         try:
             with self._pipelined():
                 yield
+            if self.on_commit is not None:
+                self.on_commit(self.raw)
         except BaseException:
             # A statement nobody read failed: it comes out at the final Sync, which
             # leaves the transaction failed (COMMIT was skipped). End it here, not in
@@ -418,6 +441,8 @@ class Conn:
             psycopg.Error: mapped to typed errors by the enclosing ``read``/``write``.
         """
         self.counter.add(1)
+        if not self.changed and _changes(sql):
+            self.changed = True
         return _Cursor(self.raw.execute(translate(sql), _params(params), binary=_binary(sql)),
                        self.raw, self.pipeline)
 
@@ -426,6 +451,8 @@ class Conn:
         each where :mod:`~tideline.store.postgres.batch` can rewrite it (same result),
         else row by row."""
         rows = [_params(p) for p in seq]
+        if not self.changed and _changes(sql):
+            self.changed = True
         batch = _batch(sql) if len(rows) > 1 else None
         if batch is not None:
             columns = self.columns(batch.table)
@@ -465,9 +492,15 @@ class Database(MetaRows):
         retries: extra attempts to get a connection and begin (jittered back-off).
         lock_timeout_ms: how long one statement waits for a row or advisory lock.
         pool_size: most connections this process keeps open to the server.
+        read_url: where read-only verbs may read (``TIDELINE_DATABASE_READ_URL``);
+            see :mod:`tideline.store.postgres.replicas` for the routing, and for a
+            multi-host ``url``.
+        read_wait_ms: how long a routed read waits for the standby to replay this
+            process's newest write before it reads the primary.
 
     Raises:
         BackendUnavailable: the server cannot be reached.
+        PrimaryUnavailable: no primary answers and the schema needs migrating.
         SchemaTooNew: written by a newer Tideline.
         StoreError: the database refused the schema.
     """
@@ -476,9 +509,12 @@ class Database(MetaRows):
     backend = "postgresql"
 
     def __init__(self, url: str, directory: Path, *, retries: int = 6,
-                 lock_timeout_ms: int = 5_000, pool_size: int = 4) -> None:
-        self.url = url
-        self.path = redact_url(url)
+                 lock_timeout_ms: int = 5_000, pool_size: int = 4,
+                 read_url: str | None = None, read_wait_ms: int = 500) -> None:
+        from tideline.store.postgres.replicas import ReadRoute, route_urls
+
+        self.url, route_url, routed = route_urls(url, read_url)
+        self.path = redact_url(self.url)
         self.directory = directory
         self.retries = retries
         self._local = threading.local()
@@ -489,40 +525,76 @@ class Database(MetaRows):
         except OSError as exc:
             raise StoreError(f"cannot create the local state directory {directory}: {exc}") \
                 from exc
-        try:  # one direct try first: an unreachable server fails now, not after the pool's wait
-            psycopg.connect(url, connect_timeout=10).close()
-        except psycopg.Error as exc:
-            raise BackendUnavailable(
-                f"cannot reach the PostgreSQL server at {self.path}: {' '.join(str(exc).split())}"
-            ) from exc
         self._counter = _Counter()
-        options = (f"-c lock_timeout={int(lock_timeout_ms)} "
-                   "-c idle_in_transaction_session_timeout=600000 "
-                   f"-c gin_pending_list_limit={GIN_PENDING_KB}")
-        self.pool: psycopg_pool.ConnectionPool[psycopg.Connection[Any]] = \
-            psycopg_pool.ConnectionPool(
-                url, min_size=1, max_size=max(1, pool_size), open=False, timeout=30.0,
-                kwargs={"options": options, "application_name": "tideline",
-                        "autocommit": True},
-                name=f"tideline-{id(self):x}",
-            )
+        self._options = (f"-c lock_timeout={int(lock_timeout_ms)} "
+                         "-c idle_in_transaction_session_timeout=600000 "
+                         f"-c gin_pending_list_limit={GIN_PENDING_KB}")
+        self._pool_size = max(1, pool_size)
+        self.primary = Endpoint(self.url, self._make_pool, read_only=False, want_primary=True)
+        self.route = None if route_url is None else ReadRoute(
+            Endpoint(route_url, self._make_pool, read_only=True, want_primary=False),
+            routed=routed, wait_ms=read_wait_ms)
+        try:  # one direct try first: an unreachable server fails now, not after the pool's wait
+            psycopg.connect(self.url, connect_timeout=10).close()
+        except psycopg.Error as exc:
+            unreachable = BackendUnavailable(
+                f"cannot reach the PostgreSQL server at {self.path}: "
+                f"{' '.join(str(exc).split())}")
+            if self.route is None or route_url == self.url:
+                raise unreachable from exc
+            try:  # no primary, but a standby may answer: open read-only (a failover)
+                psycopg.connect(self.route.endpoint.url, connect_timeout=10).close()
+            except psycopg.Error:
+                raise unreachable from exc
+            self.primary.mark_down()
         try:
-            self.pool.open(wait=True, timeout=30.0)
+            if not self.primary.down:
+                self.primary.open(wait=True, timeout=30.0)
+            # The read route's pool opens on its first read (a CLI call may never read).
         except psycopg_pool.PoolTimeout as exc:
-            self.pool.close()
+            self.close()
             raise BackendUnavailable(f"cannot reach the PostgreSQL server at {self.path}") \
                 from exc
         except psycopg.Error as exc:
-            self.pool.close()
+            self.close()
             raise from_psycopg(exc) from exc
         try:
-            self.migrated_from = self._migrate()
+            self.migrated_from = self._migrate() if not self.primary.down else None
+            if self.primary.down and self.schema_version() < SCHEMA_VERSION:
+                raise PrimaryUnavailable(f"the schema of {self.path} needs migrating and no "
+                                         "primary answers: retry when one does")
             with self.read() as c:
                 self._vector_oid = int(c.execute("SELECT 'vector'::regtype::oid").fetchone()[0])
         except BaseException:
-            self.pool.close()
+            self.close()
             raise
         self._columns.clear()  # a migration may have changed a table
+
+    def _make_pool(self, url: str, read_only: bool) -> psycopg_pool.ConnectionPool[Any]:
+        options = self._options + (" -c default_transaction_read_only=on" if read_only else "")
+        return psycopg_pool.ConnectionPool(
+            url, min_size=1, max_size=self._pool_size, open=False, timeout=30.0,
+            kwargs={"options": options, "application_name": "tideline",
+                    "autocommit": True},
+            name=f"tideline-{id(self):x}{'-read' if read_only else ''}",
+        )
+
+    @property
+    def pool(self) -> psycopg_pool.ConnectionPool[psycopg.Connection[Any]]:
+        """The primary's connection pool.
+
+        Raises:
+            PrimaryUnavailable: no primary answers right now.
+        """
+        pool = self.primary.pool
+        if pool is None:
+            raise PrimaryUnavailable(f"no primary answers at {self.path}")
+        return pool
+
+    def read_only(self) -> bool:
+        """Whether no primary answered this process's last attempt: reads come from a
+        standby (possibly behind), and writes raise PrimaryUnavailable."""
+        return self.primary.down
 
     @property
     def statements(self) -> int:
@@ -544,6 +616,16 @@ class Database(MetaRows):
         outer = self._current()
         if outer is not None and not pipelined and outer.pipeline is not None:
             raise StoreError("a bulk load cannot run inside a pipelined write transaction")
+        if outer is not None and writing and outer.standby:
+            # A write inside a read a standby answers: the write is the primary's own
+            # transaction (a standby never takes one).
+            self._local.conn = None
+            try:
+                with self._session(writing=True, pipelined=pipelined) as conn:
+                    yield conn
+            finally:
+                self._local.conn = outer
+            return
         if outer is not None:
             if writing and not outer.in_transaction:
                 # A write inside a plain read: from here on one transaction.
@@ -552,37 +634,144 @@ class Database(MetaRows):
                 try:
                     with outer.raw.transaction():
                         yield outer
+                    self._note_commit(outer.raw)
                 except psycopg.Error as exc:
-                    raise from_psycopg(exc) from exc
+                    raise self._failed(exc, outer.raw, self.primary) from exc
                 finally:
                     outer.writing = outer.in_transaction = False
             else:
                 yield outer
             return
+        # A read-only verb's reads go to a standby when the reads are routed. Any read
+        # does while no primary answers (probed first, at most every PROBE_EVERY s: the
+        # reads of a write are what notices the new primary); a write sent through it
+        # is refused by the standby and raised as PrimaryUnavailable.
+        if not writing and self.route is not None and (
+                (self.route.routed and standby_ok())
+                or (self.primary.down and not self.primary.probe())):
+            got = self._acquire_standby()
+            if got is not None:
+                with self._standby_session(*got) as conn:
+                    yield conn
+                return
         raw = self._acquire()
         conn = Conn(raw, writing=writing, columns=self._columns, counter=self._counter)
+        conn.on_commit = self._note_commit
         self._local.conn = conn
         try:
             if writing:
                 conn.in_transaction = True
-                with conn.pipelined() if pipelined else raw.transaction():
-                    yield conn
+                if pipelined:
+                    with conn.pipelined():  # notes the commit itself (on_commit)
+                        yield conn
+                else:
+                    with raw.transaction():
+                        yield conn
+                    self._note_commit(raw)
             else:  # autocommit: one snapshot per statement (as SQLite's reads), no BEGIN
                 yield conn
+                if conn.changed:  # a write sent as one autocommit statement
+                    self._note_commit(raw)
         except psycopg.Error as exc:
-            raise from_psycopg(exc) from exc
+            raise self._failed(exc, raw, self.primary) from exc
         finally:
             self._local.conn = None
-            self.pool.putconn(raw)
+            self._release(raw)
+
+    def _failed(self, exc: psycopg.Error, raw: psycopg.Connection[Any],
+                endpoint: Endpoint) -> TidelineError:
+        """The typed error for a failed session; a lost server marks its endpoint down."""
+        mapped: TidelineError
+        refused = getattr(exc, "sqlstate", None) == "25006"
+        if refused and endpoint.read_only:
+            # A write reached the read route while no primary answers: the primary's job.
+            mapped = PrimaryUnavailable("no PostgreSQL primary answers right now (a "
+                                        "failover?); nothing was written: retry shortly")
+            mapped.__cause__ = exc
+            return mapped
+        if is_lost(exc, raw):
+            endpoint.mark_down()
+            where = "standby" if endpoint.read_only else "primary"
+            mapped = PrimaryUnavailable(
+                f"the connection to the PostgreSQL {where} was lost or refused the "
+                f"statement ({' '.join(str(exc).split())[:300]}); retry shortly")
+            mapped.__cause__ = exc
+            return mapped
+        return from_psycopg(exc)
+
+    def _note_commit(self, raw: psycopg.Connection[Any]) -> None:
+        """After a commit, the primary's WAL position, so that this process's next routed
+        read waits for a standby to replay past it (read your own writes)."""
+        route = self.route
+        if route is None or not route.routed or standby_ok():
+            # No routed reads; or the write of a read-only verb (a recall's journal),
+            # which no later read needs to see.
+            return
+        row = raw.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
+        if row is not None:
+            route.wrote(lsn_int(str(row[0])))
+
+    def _acquire_standby(self) -> tuple[psycopg_pool.ConnectionPool[Any],
+                                        psycopg.Connection[Any]] | None:
+        route = self.route
+        assert route is not None  # noqa: S101 - only called with a route
+        got = route.acquire()
+        if got is None:
+            return None
+        pool, raw = got
+        try:
+            fresh = route.caught_up(raw)
+        except psycopg.Error as exc:
+            pool.putconn(raw)
+            if is_lost(exc, raw):
+                route.endpoint.mark_down()
+                return None
+            raise from_psycopg(exc) from exc
+        if not fresh and not self.primary.down:
+            pool.putconn(raw)
+            route.count("primary_fallbacks")
+            return None
+        self._register_vector(raw)
+        return pool, raw
+
+    @contextlib.contextmanager
+    def _standby_session(self, pool: psycopg_pool.ConnectionPool[Any],
+                         raw: psycopg.Connection[Any]) -> Iterator[Conn]:
+        route = self.route
+        assert route is not None  # noqa: S101 - only called with a route
+        route.count("standby_reads")
+        conn = Conn(raw, writing=False, columns=self._columns, counter=self._counter)
+        conn.standby = True
+        self._local.conn = conn
+        try:
+            yield conn
+        except psycopg.Error as exc:
+            raise self._failed(exc, raw, route.endpoint) from exc
+        finally:
+            self._local.conn = None
+            pool.putconn(raw)
+
+    @staticmethod
+    def _release(raw: psycopg.Connection[Any]) -> None:
+        """Give a primary connection back to the pool it came from: after a failover
+        that is a pool already replaced (and closed), which closes it."""
+        pool = getattr(raw, "_pool", None)  # psycopg_pool's own mark of the owner
+        if pool is not None:
+            pool.putconn(raw)
+        else:
+            raw.close()
+
+    def _register_vector(self, raw: psycopg.Connection[Any]) -> None:
+        oid = self._vector_oid
+        if oid is not None and raw.adapters.get_loader(oid, Format.BINARY) is None:
+            raw.adapters.register_loader(oid, _VectorBinaryLoader)
+            raw.adapters.register_loader(oid, _VectorTextLoader)
 
     def _acquire(self) -> psycopg.Connection[Any]:
         for attempt in range(self.retries + 1):
             try:
-                raw = self.pool.getconn(timeout=10.0)
-                oid = self._vector_oid
-                if oid is not None and raw.adapters.get_loader(oid, Format.BINARY) is None:
-                    raw.adapters.register_loader(oid, _VectorBinaryLoader)
-                    raw.adapters.register_loader(oid, _VectorTextLoader)
+                _pool, raw = self.primary.getconn(10.0)
+                self._register_vector(raw)
                 return raw
             except psycopg_pool.PoolTimeout as exc:
                 if attempt == self.retries:
@@ -652,7 +841,7 @@ class Database(MetaRows):
             with contextlib.suppress(psycopg.Error):
                 raw.isolation_level = None
                 raw.read_only = None
-            self.pool.putconn(raw)
+            self._release(raw)
 
     # -- meta, migrations -----------------------------------------------------------------
 
@@ -697,5 +886,6 @@ class Database(MetaRows):
 
     def close(self) -> None:
         """Close every pooled connection."""
-        with contextlib.suppress(Exception):
-            self.pool.close()
+        self.primary.close()
+        if self.route is not None:
+            self.route.endpoint.close()

@@ -13,7 +13,9 @@ from typing import Any
 
 import psycopg
 
+from tideline.errors import PrimaryUnavailable
 from tideline.store.postgres.connection import LOCK_SLEEP, advisory_key, from_psycopg
+from tideline.store.postgres.replicas import is_lost
 
 __all__ = ["SleepLocks"]
 
@@ -34,7 +36,7 @@ class SleepLocks:
         """Take the lock of ``namespace`` for ``holder`` unless another session holds it.
 
         Raises:
-            BackendUnavailable: the server cannot be reached.
+            PrimaryUnavailable: no primary answers (a failover); retry.
         """
         with self._lock:
             if (namespace, holder) in self._held:
@@ -45,6 +47,9 @@ class SleepLocks:
             row = conn.execute("SELECT pg_try_advisory_lock(%s, %s)",
                                (LOCK_SLEEP, advisory_key(namespace))).fetchone()
         except psycopg.Error as exc:
+            if is_lost(exc):
+                raise PrimaryUnavailable(f"no PostgreSQL primary for the sleep lock: "
+                                         f"{' '.join(str(exc).split())[:300]}") from exc
             raise from_psycopg(exc) from exc
         if not row or not row[0]:
             conn.close()

@@ -98,6 +98,8 @@ class PostgresStore(TurnRows, NamespaceRows):
         lock_timeout_ms: see :class:`~tideline.store.postgres.connection.Database`.
         check_marker: refuse a store built with another embedder.
         pool_size: see :class:`~tideline.store.postgres.connection.Database`.
+        read_url: see :class:`~tideline.store.postgres.connection.Database`.
+        read_wait_ms: see :class:`~tideline.store.postgres.connection.Database`.
 
     Raises:
         EmbedderMismatch: the store was built with another embedder.
@@ -117,9 +119,10 @@ class PostgresStore(TurnRows, NamespaceRows):
     def __init__(
         self, url: str, directory: Path, namespace: str, marker: str, *, retries: int = 6,
         lock_timeout_ms: int = 5_000, check_marker: bool = True, pool_size: int = 4,
+        read_url: str | None = None, read_wait_ms: int = 500,
     ) -> None:
         self.db = Database(url, directory, retries=retries, lock_timeout_ms=lock_timeout_ms,
-                           pool_size=pool_size)
+                           pool_size=pool_size, read_url=read_url, read_wait_ms=read_wait_ms)
         self._df_caches: dict[str, tuple[int, float, dict[str, int]]] = {}
         self._alone_seen: dict[str, tuple[float, bool, float]] = {}  # see _alone
         self._hints = threading.local()
@@ -132,7 +135,7 @@ class PostgresStore(TurnRows, NamespaceRows):
         self.directory = directory
         self.namespace = namespace
         self.marker = marker
-        self._sleep_locks = SleepLocks(url)
+        self._sleep_locks = SleepLocks(self.db.url)  # the primary's URL
         if check_marker:
             self._check_marker(marker)
 
@@ -172,6 +175,27 @@ class PostgresStore(TurnRows, NamespaceRows):
         self.db.backup(label, keep=keep, max_bytes=max_bytes)
         return None
 
+    def replication(self) -> dict[str, Any]:
+        """Where writes and reads go, and what the read route did (see
+        :mod:`tideline.store.postgres.replicas`): the write URL and the read URL
+        (passwords hidden), whether read-only verbs use the read route, whether no
+        primary answers now, and the read route's counters."""
+        from tideline.store.postgres import redact_url
+
+        route = self.db.route
+        out: dict[str, Any] = {"write_url": self.db.path, "read_url": None, "routed": False,
+                               "read_only": self.db.read_only()}
+        if route is not None:
+            out.update(read_url=redact_url(route.endpoint.url), routed=route.routed,
+                       **route.stats)
+        return out
+
+    def read_only(self) -> bool:
+        """Whether no primary answers right now: reads come from a standby, writes
+        raise :class:`~tideline.errors.PrimaryUnavailable` (see
+        :mod:`tideline.store.postgres.replicas`)."""
+        return self.db.read_only()
+
     def parallel_reads(self) -> bool:
         """True outside a transaction of this thread: another thread's reads take another
         pooled connection, so their round trips to the server overlap this thread's."""
@@ -197,8 +221,23 @@ class PostgresStore(TurnRows, NamespaceRows):
         """Check the derived data (index rows, vectors, times) and, with ``repair``,
         rebuild it (see :mod:`tideline.store.postgres.maintenance`)."""
         from tideline.store.postgres.maintenance import doctor
+        from tideline.store.postgres.topology import check_topology
 
-        return doctor(self, embedder, vectors, repair=repair, progress=progress)
+        out = doctor(self, embedder, vectors, repair=repair, progress=progress)
+        # Where the URLs lead: a write URL at a standby, a read URL at the primary.
+        out["replication"] = topology = check_topology(self.db)
+        if topology["problems"]:
+            out["problems"] = [*out["problems"], *topology["problems"]]
+            out["ok"] = False
+        return out
+
+    def topology(self) -> dict[str, Any]:
+        """What the write URL and the read URL reach (roles, standbys, synchronous
+        settings) and what is misconfigured (see
+        :func:`~tideline.store.postgres.topology.check_topology`)."""
+        from tideline.store.postgres.topology import check_topology
+
+        return check_topology(self.db)
 
     def reembed(
         self, new: Embedder, *, progress: Callable[[int, int], None] | None = None

@@ -126,7 +126,9 @@ class PostgresVectorSpaces:
         self._centroids: dict[str, tuple[int, np.ndarray, float]] = {}
         self._counts: dict[str, tuple[float, int]] = {}
         self._sizes: dict[str, tuple[float, int, float, int]] = {}
-        if self.indexed:
+        # (While no primary answers, a store opened read-only from a standby has the
+        # index the primary made: a standby takes no DDL.)
+        if self.indexed and not store.db.read_only():
             with store.db.write() as c:
                 ensure_vector_index(c, self.dim)
 
