@@ -25,6 +25,7 @@ from tideline.project import ProjectInfo, current_project
 from tideline.runtime import Runtime
 from tideline.scopes import GLOBAL_KINDS
 from tideline.store.base import Store, VectorSearch
+from tideline.write.identity import clean_identity
 from tideline.write.validate import (
     clean_callback,
     clean_flag,
@@ -32,7 +33,6 @@ from tideline.write.validate import (
     clean_int,
     clean_name,
     clean_number,
-    clean_text,
     parse_time,
 )
 
@@ -285,7 +285,8 @@ class Memory:
         )
         key = None
         if idempotency_key is not None:
-            key = clean_text(idempotency_key, "idempotency_key", 200, required=True)
+            # Identity from the raw key, never from its redacted text (issue 33 item 1).
+            key = clean_identity(idempotency_key, "idempotency_key", 200)
         return self._rt.writer.write(draft, key=key, source=clean_name(source, "source",
                                                                        self.config.caps))
 
@@ -706,7 +707,7 @@ class Memory:
     def _budget_session(self, budget: object, session: object) -> tuple[int | None, str | None]:
         caps = self.config.caps
         tokens = None if budget is None else clean_int(budget, "budget", lo=0)
-        name = None if session is None else clean_text(session, "session", caps.name_chars)
+        name = None if session is None else clean_identity(session, "session", caps.name_chars)
         return tokens, name
 
     # -- injection and raw context --------------------------------------------------------

@@ -252,8 +252,10 @@ class WriteRows(Protocol):
     ) -> list[tuple[int, float]]:
         """Memory ids best first for a lexical query."""
 
-    def existing_turn_keys(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
-        """The id of each (source, message id) pair already stored."""
+    def existing_turn_keys(
+        self, keys: Sequence[tuple[str, str, str]],
+    ) -> dict[tuple[str, str, str], int]:
+        """The id of each (scope, source, message id) triple already stored."""
 
     def insert_turns(self, c: Any, turns: Sequence[Turn],
                      vectors: Sequence[np.ndarray | None]) -> list[int]:

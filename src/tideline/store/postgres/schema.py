@@ -431,8 +431,23 @@ def _m007_vector_counts(db: Conn) -> None:
 
 
 # The append-only migrations, applied in order on open.
+def _m008_turn_scope_identity(db: Conn) -> None:
+    """A turn is known by (namespace, scope, source, message id), as SQLite's schema 8.
+
+    The unique constraint on (namespace, source, message_id) made one project's message
+    id "stored already" for every other project (issue 33 item 2); it is replaced by one
+    that includes the scope. No stored row changes.
+    """
+    names = db.execute("SELECT conname FROM pg_constraint WHERE conrelid = 'turns'::regclass "
+                       "AND contype = 'u'").fetchall()
+    for (name,) in names:
+        db.execute(f'ALTER TABLE turns DROP CONSTRAINT "{name}"')
+    db.execute("ALTER TABLE turns ADD CONSTRAINT turns_identity "
+               "UNIQUE (namespace, scope, source, message_id)")
+
+
 MIGRATIONS: list[Callable[[Conn], None]] = [
     _m001_core, _m002_cognition, _m003_sleep, _m004_turn_identity, _m005_one_vector,
-    _m006_lexical_namespace, _m007_vector_counts,
+    _m006_lexical_namespace, _m007_vector_counts, _m008_turn_scope_identity,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)  # the version this Tideline writes
