@@ -166,7 +166,7 @@ def test_turn_identity_includes_the_project(tmp_path_factory: pytest.TempPathFac
         for (project, _pick), (tid, text) in model.items():
             (own,) = mem.turns([tid], scope=project)
             assert (own.scope, own.text) == (project, text)
-        assert mem.introspect()["turns"] == len(model)
+        assert mem.introspect(all_scopes=True)["turns"] == len(model)
 
 
 def test_identities_survive_export_and_import(tmp_path: Path, backend: Backend) -> None:
@@ -223,5 +223,5 @@ def test_a_schema_7_store_takes_the_scoped_turn_identity(tmp_path: Path,
         assert [t.text for t in mem.turns(list(res.batch_ids), scope="alpha")] == ["alpha's"]
         assert mem.add_turns([{"session": "s", "text": "x", "id": "m1"}],
                              scope="bravo").inserted == 0
-        assert mem.introspect()["turns"] == 2
+        assert mem.introspect(all_scopes=True)["turns"] == 2
         assert mem.doctor()["ok"]

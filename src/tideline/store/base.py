@@ -117,8 +117,8 @@ class ViewHost(Protocol):
         """Append one journal event (inside ``c`` if given); returns its id."""
 
     def events(self, *, kinds: Sequence[str] | None = None, limit: int = 50,
-               since: float | None = None) -> list[dict[str, Any]]:
-        """Journal entries, newest first."""
+               since: float | None = None, before: int | None = None) -> list[dict[str, Any]]:
+        """Journal entries, newest first (``before``: only those of a smaller id)."""
 
     def acquire_sleep_lock(self, holder: str) -> bool | None:
         """Take the backend's own one-at-a-time sleep lock of this namespace for ``holder``.
@@ -465,5 +465,5 @@ class Store(ViewHost, WriteRows, ArchiveStore, Protocol):
     def scopes(self) -> list[str]:
         """Scopes with data."""
 
-    def stats(self) -> dict[str, Any]:
-        """Counts."""
+    def stats(self, scopes: Sequence[str] | None = None) -> dict[str, Any]:
+        """Counts (of ``scopes`` only, if given)."""

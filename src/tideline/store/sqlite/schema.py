@@ -420,9 +420,21 @@ def _m008_turn_scope_identity(db: sqlite3.Connection) -> None:
     db.execute("CREATE UNIQUE INDEX turns_place ON turns(namespace, session, turn_index)")
 
 
+
+def _m009_journal_order(db: sqlite3.Connection) -> None:
+    """The journal read newest first by id within a namespace, from an index.
+
+    ``events_kind`` (namespace, kind, ts) served every journal read, which then sorted
+    all of the namespace's events to return the newest 50 (0.1 s at 20,000 events); a
+    project's reader pages back through the journal (``tideline.journal``) and paid
+    that per page.
+    """
+    db.execute("CREATE INDEX IF NOT EXISTS events_recent ON events(namespace, id)")
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_core, _m002_cognition, _m003_sleep, _m004_turn_identity, _m005_one_vector,
     _m006_lexical_namespace, _m007_vector_counts, _m008_turn_scope_identity,
+    _m009_journal_order,
 ]
 #: The schema version this Tideline writes: one per migration.
 SCHEMA_VERSION = len(MIGRATIONS)
