@@ -14,7 +14,6 @@ from tests.mcp.conftest import run_with, text_of
 
 from mcp import Client
 from tideline import Memory
-from tideline.journal import aggregate
 from tideline.project import ProjectInfo
 
 pytestmark = pytest.mark.backends
@@ -32,8 +31,6 @@ def _fill(mem: Memory) -> None:
 
 def test_events_and_dream_log_show_only_the_readers_project(mem: Memory) -> None:
     _fill(mem)
-    whole = json.dumps(mem.events(limit=1000, all_scopes=True))
-    assert "bravo" in whole and "obsidian" in whole  # the operator's view has it all
     mem.use_project(ProjectInfo("alpha", "explicit", "alpha"))
     mine = mem.events(limit=1000)
     text = json.dumps(mine)
@@ -55,6 +52,8 @@ def test_events_and_dream_log_show_only_the_readers_project(mem: Memory) -> None
     mem.use_project(ProjectInfo("bravo", "explicit", "bravo"))
     theirs = json.dumps(mem.events(limit=1000))
     assert "bravo" in theirs and "heron" not in theirs and "alpha" not in theirs
+    whole = json.dumps(mem.events(limit=1000, all_scopes=True))
+    assert "bravo" in whole and "obsidian" in whole  # the operator's view has it all
 
 
 def test_a_reader_of_every_scope_sees_sleep_whole(mem: Memory) -> None:
@@ -68,6 +67,8 @@ def test_a_reader_of_every_scope_sees_sleep_whole(mem: Memory) -> None:
 
 
 def test_aggregate_keeps_counts_and_drops_words_lists_and_ids() -> None:
+    from tideline.journal import aggregate
+
     data = {"steps": {"attention": {"hits": 3, "top": [{"id": 4, "label": "a · b"}]},
                       "dynamics": {"ids": {"promoted": [7]}, "promoted": 1},
                       "topics": {"mode": "rebuilt", "clusters": 2}},
