@@ -11,7 +11,8 @@ Every event belongs either to one scope or to the whole namespace:
   results) or a hook's ``project``; otherwise its ``memory_id`` is that memory's scope
   (an event of a memory that is gone, with no scope of its own, is no one's to read);
 * everything else (sleep, doctor, re-embedding, the embedder's state, profiles) is the
-  namespace's.
+  namespace's; of these, the embedder's state and re-embedding (:data:`SYSTEM_KINDS`)
+  are about the machinery alone and are shown whole to every reader.
 
 A reader sees the events of the scopes it may see. An event of the namespace is shown
 whole only to a reader that may see every scope the namespace holds; to any other its
@@ -38,6 +39,9 @@ _SYSTEM_TEXTS = frozenset({"at", "mode", "embedder", "only", "state"})
 #: Numbers that are ids of rows: a reader that cannot see their scope must not learn them.
 _ID_KEYS = frozenset({"id", "ids", "memory_id", "memory_ids", "nearest", "old", "new",
                       "seed", "target", "turn_id", "turn_ids"})
+#: Kinds of namespace events about the machinery alone (the embedder's state and its
+#: error, a re-embedding's markers and counts): no project's words, shown whole.
+SYSTEM_KINDS = frozenset({"embedder", "reembed"})
 #: How many journal rows one read looks through at most for a reader's events: a
 #: project's events older than the namespace's newest 20,000 are not shown (a bound on
 #: the cost of a read in a store that other projects fill: ~1 s on a loaded 2-core box).
@@ -116,7 +120,7 @@ def visible_events(rt: Runtime, *, kinds: Sequence[str] | None, limit: int,
         for event in rows:
             where = event_scope(event, scopes_of)
             if where is None:
-                if not whole:
+                if not whole and event.get("kind") not in SYSTEM_KINDS:
                     event = event | {"memory_id": None, "data": aggregate(event["data"]) or {}}
             elif where not in visible:
                 continue
