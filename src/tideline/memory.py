@@ -26,6 +26,7 @@ from tideline.runtime import Runtime
 from tideline.scopes import GLOBAL_KINDS
 from tideline.store.base import Store, VectorSearch
 from tideline.store.routing import reads_standby
+from tideline.write.identity import clean_identity
 from tideline.write.validate import (
     clean_callback,
     clean_flag,
@@ -33,7 +34,6 @@ from tideline.write.validate import (
     clean_int,
     clean_name,
     clean_number,
-    clean_text,
     parse_time,
 )
 
@@ -286,7 +286,8 @@ class Memory:
         )
         key = None
         if idempotency_key is not None:
-            key = clean_text(idempotency_key, "idempotency_key", 200, required=True)
+            # Identity from the raw key, never from its redacted text (issue 33 item 1).
+            key = clean_identity(idempotency_key, "idempotency_key", 200)
         return self._rt.writer.write(draft, key=key, source=clean_name(source, "source",
                                                                        self.config.caps))
 
@@ -486,22 +487,38 @@ class Memory:
         return self._rt.turns(ids, scope=scope)
 
     def events(
-        self, *, kinds: Sequence[str] | None = None, limit: int = 50
+        self, *, kinds: Sequence[str] | None = None, limit: int = 50, all_scopes: bool = False,
     ) -> list[dict[str, Any]]:
-        """The journal, newest first.
+        """The journal, newest first, as the current project may read it (its events and
+        ``global``'s; the store's own reduced to their counts while other projects exist).
+
+        Args:
+            kinds: only events of these kinds.
+            limit: at most this many events.
+            all_scopes: every event whole (the operator's view).
 
         Raises:
-            InvalidInput: ``limit`` is not an integer 1–10000 or a kind is malformed.
+            InvalidInput: ``limit`` is not an integer 1–10000, a kind is malformed or
+                ``all_scopes`` is not a bool.
         """
         from tideline.reading import events
 
-        return events(self._rt, kinds=kinds, limit=limit)
+        return events(self._rt, kinds=kinds, limit=limit,
+                      all_scopes=clean_flag(all_scopes, "all_scopes"))
 
-    def introspect(self) -> dict[str, Any]:
-        """Store statistics, the current project and the embedder in force."""
+    def introspect(self, *, all_scopes: bool = False) -> dict[str, Any]:
+        """Store statistics, the current project and the embedder in force.
+
+        Counts and scopes are the current project's and ``global``'s unless
+        ``all_scopes`` (the operator's view).
+
+        Raises:
+            InvalidInput: ``all_scopes`` is not a bool.
+        """
         from tideline.reading import introspect
 
-        return introspect(self._rt, self.project_info)
+        return introspect(self._rt, self.project_info,
+                          all_scopes=clean_flag(all_scopes, "all_scopes"))
 
     # -- maintenance ----------------------------------------------------------------------
 
@@ -719,7 +736,7 @@ class Memory:
     def _budget_session(self, budget: object, session: object) -> tuple[int | None, str | None]:
         caps = self.config.caps
         tokens = None if budget is None else clean_int(budget, "budget", lo=0)
-        name = None if session is None else clean_text(session, "session", caps.name_chars)
+        name = None if session is None else clean_identity(session, "session", caps.name_chars)
         return tokens, name
 
     # -- injection and raw context --------------------------------------------------------
@@ -1020,22 +1037,32 @@ class Memory:
         return entity_graph(self._rt, limit=limit)
 
     @reads_standby
-    def report(self, *, days: int = 30) -> dict[str, Any]:
+    def report(self, *, days: int = 30, all_scopes: bool = False) -> dict[str, Any]:
         """How the memory behaves over time: growth, gate, recall, dynamics, sleeps, hooks.
+
+        Read as the current project: memories, labels, entities and hook errors of
+        other projects are left out (their counts stay in the aggregate time series).
 
         Args:
             days: the window for time series and rates.
+            all_scopes: the whole namespace, every project's words included (the
+                operator's view).
 
         Returns:
             The JSON-ready report (see :mod:`tideline.report`).
 
         Raises:
-            InvalidInput: ``days`` out of range.
+            InvalidInput: ``days`` or ``all_scopes`` out of range.
         """
         from tideline.report.build import build_report
 
         days = clean_int(days, "days", lo=1, hi=3650)
-        return build_report(self._rt, days=days)
+        scopes: list[str] | None = None
+        if not clean_flag(all_scopes, "all_scopes"):
+            visible = self._rt.visible(None)
+            if not set(self.store.scopes()) <= set(visible):
+                scopes = visible
+        return build_report(self._rt, days=days, scopes=scopes)
 
     # -- dream ----------------------------------------------------------------------------
 

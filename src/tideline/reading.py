@@ -57,23 +57,40 @@ def show(rt: Runtime, memory_id: int, *, scope: str | None = None) -> dict[str, 
 
 
 def events(rt: Runtime, *, kinds: Sequence[str] | None = None,
-           limit: int = 50) -> list[dict[str, Any]]:
-    """The journal, newest first.
+           limit: int = 50, all_scopes: bool = False) -> list[dict[str, Any]]:
+    """The journal as the current project may read it, newest first: the events of its
+    scopes and ``global``, and the store's own (sleep, doctor) reduced to their counts
+    while the namespace holds other projects (:mod:`tideline.journal`).
 
     Raises:
         InvalidInput: ``limit`` is not an integer 1–10000 or a kind is malformed.
     """
+    from tideline.journal import visible_events
+
     caps = rt.config.caps
     wanted = None if kinds is None else list(clean_list(
         kinds, "kinds", item_cap=caps.name_chars, count_cap=caps.limit))
-    return rt.store.events(kinds=wanted, limit=clean_int(limit, "limit", lo=1, hi=10_000))
+    limit = clean_int(limit, "limit", lo=1, hi=10_000)
+    if all_scopes:
+        return rt.store.events(kinds=wanted, limit=limit)
+    return visible_events(rt, kinds=wanted, limit=limit)
 
 
-def introspect(rt: Runtime, project: ProjectInfo) -> dict[str, Any]:
-    """Store statistics, the current project (and how it was chosen) and the embedder."""
+def introspect(rt: Runtime, project: ProjectInfo, *, all_scopes: bool = False) -> dict[str, Any]:
+    """Store statistics, the current project (and how it was chosen) and the embedder.
+
+    The scopes listed, and the counts by scope and by kind, are those the current
+    project may see (it and ``global``): another project's name, or a kind only it
+    uses, is not its to read. The totals stay the namespace's (numbers, no word), as
+    the journal keeps sleep's counts. ``all_scopes``: the operator's whole view.
+    """
     store, embedder = rt.store, rt.embedder
     described = store.describe()
+    visible = None if all_scopes else rt.visible(None)
     out = store.stats()
+    if visible is not None:
+        own = store.stats(visible)
+        out["by_scope"], out["by_kind"] = own["by_scope"], own["by_kind"]
     out.update({
         "store": str(rt.config.home),
         "database": described["database"],
@@ -81,7 +98,7 @@ def introspect(rt: Runtime, project: ProjectInfo) -> dict[str, Any]:
         "project": rt.project,
         "project_rule": project.rule,
         "project_detection": project.to_dict(),
-        "scopes": store.scopes(),
+        "scopes": [s for s in store.scopes() if visible is None or s in visible],
         "embedder": {"name": embedder.name, "marker": embedder.marker, "dim": embedder.dim,
                      "profile": dataclasses.asdict(embedder.profile)},
         "schema_version": described["schema_version"],

@@ -125,7 +125,7 @@ def dump(mem: Memory) -> dict[str, list[tuple[Any, ...]]]:
 
 def events(mem: Memory, kind: str) -> list[dict[str, Any]]:
     """Journal events of one kind, oldest first."""
-    return [e["data"] for e in reversed(mem.events(kinds=[kind], limit=1000))]
+    return [e["data"] for e in reversed(mem.events(kinds=[kind], limit=1000, all_scopes=True))]
 
 
 def demo_turns() -> list[dict[str, Any]]:

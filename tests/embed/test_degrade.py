@@ -142,8 +142,8 @@ def test_http_embedder_down_mid_run_degrades_and_heals(tmp_path: Path, endpoint:
         down = mem.events(kinds=["embedder"])
         assert [e["data"]["state"] for e in down] == ["down"]
         assert "127.0.0.1" in down[0]["data"]["error"]
-        assert mem.events(kinds=["recall"])[0]["data"]["degraded"] == "lexical"
-        assert mem.events(kinds=["write"])[0]["data"]["vector"] == "pending"
+        assert mem.events(kinds=["recall"], all_scopes=True)[0]["data"]["degraded"] == "lexical"
+        assert mem.events(kinds=["write"], all_scopes=True)[0]["data"]["vector"] == "pending"
 
         endpoint.start()  # ---- back: the next write fills what is pending --------------
         mem.remember("Ines Okafor administers the Kolar cluster", scope="atlas")

@@ -17,7 +17,7 @@ from tideline.hooks.claude import EVENTS, run_hook
 def journal(store: Path, kinds: list[str] | None = None) -> list[dict]:
     m = Memory.open(store, embedder=hashing())
     try:
-        return m.events(kinds=kinds, limit=200)
+        return m.events(kinds=kinds, limit=200, all_scopes=True)
     finally:
         m.close()
 

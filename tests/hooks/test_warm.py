@@ -49,9 +49,10 @@ def test_session_start_spawns_and_prompt_uses_the_warm_server(tmp_path: Path,
         assert "region column" in ctx
         mem = Memory.open(store, embedder=hashing())
         try:
-            inject = mem.events(kinds=["inject"], limit=1)[0]["data"]
+            inject = mem.events(kinds=["inject"], limit=1, all_scopes=True)[0]["data"]
             assert inject["served_by"] == "warm" and inject["kind"] == "prefetch"
-            assert any(e["data"]["tier"] == "T1" for e in mem.events(kinds=["recall"]))
+            assert any(e["data"]["tier"] == "T1"
+                       for e in mem.events(kinds=["recall"], all_scopes=True))
             # A memory written by another process after the server started is found too.
             mem.remember("orchard cron moved to 03:00", scope="atlas")
         finally:
@@ -138,10 +139,10 @@ def test_first_prompt_after_session_start_is_served_warm(tmp_path: Path, monkeyp
     try:
         mem = Memory.open(store, embedder=hashing())
         try:
-            inject = mem.events(kinds=["inject"], limit=1)[0]["data"]
+            inject = mem.events(kinds=["inject"], limit=1, all_scopes=True)[0]["data"]
             assert inject["kind"] == "prefetch" and inject["served_by"] == "warm"
             # The server's warm-up prefetch journals nothing: only the hook's own recall.
-            recalls = mem.events(kinds=["recall"], limit=50)
+            recalls = mem.events(kinds=["recall"], limit=50, all_scopes=True)
             assert recalls and "warm up" not in json.dumps(recalls)
         finally:
             mem.close()

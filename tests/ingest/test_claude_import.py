@@ -135,7 +135,8 @@ def test_import_stores_each_transcript_before_reading_the_next(
     real_parse = claude.parse_transcript
 
     def watched(path: str | Path, **kw: Any) -> claude.ClaudeTranscript:
-        stored_at_parse.append(len(mem.store.agent.existing_message_ids(claude.SOURCE, ids)))
+        stored_at_parse.append(len(mem.store.agent.existing_message_ids(
+            claude.SOURCE, [("atlas", i) for i in ids])))
         return real_parse(path, **kw)
 
     monkeypatch.setattr(claude, "parse_transcript", watched)

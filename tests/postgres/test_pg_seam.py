@@ -129,7 +129,8 @@ def test_claude_code_hooks_on_postgresql(pg_url: str, tmp_path: Path) -> None:
     with Memory.open(tmp_path / "host-b", database=pg_url, embedder=hashing()) as m:
         kept = m.read_context(session=SESSION, limit=50, scope="atlas")["turns"]
         assert {t["message_id"] for t in kept} == {"u-1", "a-2", "a-4"}
-        assert [e["kind"] for e in m.events(kinds=["inject"], limit=5)] == ["inject"]
+        assert [e["kind"] for e in m.events(kinds=["inject"], limit=5, all_scopes=True)] == [
+            "inject"]
 
 
 def test_the_read_views_run_on_postgresql(pg_mem: Memory) -> None:

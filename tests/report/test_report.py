@@ -33,7 +33,7 @@ def activity(mem: Memory) -> dict[str, int]:
 
 def test_report_json_contents(mem: Memory) -> None:
     ids = activity(mem)
-    r = mem.report(days=7)
+    r = mem.report(days=7, all_scopes=True)  # the operator's view: "atlas" and global
     json.dumps(r)
     assert r["totals"]["memories"] == 3 and r["totals"]["by_kind"] == {"fact": 2, "episode": 1}
     assert r["growth"]["cumulative_by_kind"]["fact"][-1] == 2
@@ -64,7 +64,7 @@ def test_low_reflect_ratio_warns(mem: Memory) -> None:
     mem.remember("the cache is Redis 7")
     for _ in range(12):
         mem.recall("which cache")
-    r = mem.report()
+    r = mem.report(all_scopes=True)
     assert r["feedback"]["reflect_recall_ratio"] == 0.0
     assert "reflect/recall ratio is 0.000 (< 0.1)" in r["feedback"]["warning"]
     assert r["feedback"]["warning"] in r["warnings"]
@@ -73,7 +73,7 @@ def test_low_reflect_ratio_warns(mem: Memory) -> None:
 
 def test_text_report_has_every_section(mem: Memory) -> None:
     activity(mem)
-    text = render_text(mem.report())
+    text = render_text(mem.report(all_scopes=True))
     for heading in ("MEMORY", "NOVELTY GATE", "RECALL", "DYNAMICS", "SLEEP", "ATTENTION",
                     "HOOKS, DREAM, CONTEXT", "WARNINGS"):
         assert heading in text
@@ -86,7 +86,7 @@ def test_html_escapes_stored_text(mem: Memory) -> None:
     mem.recall("script alert")
     mem.reflect([evil.id], 1.0)  # listed as reinforced: its text is on the page
     mem.sleep()
-    page = render_html(mem.report())
+    page = render_html(mem.report(all_scopes=True))
     assert page.startswith("<!DOCTYPE html>") and page.count("<script") == 2
     assert "<img src=x" not in page and "&lt;img src=x" in page
     assert page.count("small interactivity on top of the inline SVG") == 1  # never re-expanded
@@ -109,3 +109,22 @@ def test_one_heatmap_groups_by_tag_until_sleep_clusters(mem: Memory) -> None:
         assert {g["label"] for g in by_tag["deserts"]} == {"kafka"}
         json.dumps(heat)
     assert not hasattr(mem, "attention_summary")
+
+
+def test_report_read_in_a_project_keeps_to_its_scopes(mem: Memory) -> None:
+    """Issue 33 item 3: read outside project "atlas", the report names none of its
+    memories, clusters, topics or entities; its counts stay in the time series."""
+    ids = activity(mem)
+    whole = mem.report(days=7, all_scopes=True)
+    r = mem.report(days=7)  # the fixture's project: global only
+    text = json.dumps(r, ensure_ascii=False)
+    assert "E1234" not in text and "loader" not in text  # the atlas memory's words
+    assert "Mira" not in text and r["entities"]["nodes"] == []
+    assert "atlas" in json.dumps(whole, ensure_ascii=False)
+    assert r["totals"]["memories"] == 2 and r["totals"]["by_scope"] == {"global": 2}
+    assert all(p["scope"] == "global" for p in r["clusters"]["points"])
+    shown = {i["id"] for part in r["reinforced"].values() for i in part}
+    assert ids["b"] not in shown and ids["c"] in {i["id"] for i in
+                                                   r["fading"]["lowest_retention"]}
+    assert r["gate"] == whole["gate"] and r["recall"]["count"] == whole["recall"]["count"]
+    assert r["hooks"]["errors"] == 0 and whole["hooks"]["errors"] == 1

@@ -71,9 +71,9 @@ def test_report_heatmap_scan_commands(tmp_path: Path, backend: Backend) -> None:
     store = tmp_path / "s"
     seed(store)
     run("sleep", "--json", store=store)
-    rep = j(run("report", "--json", store=store))
+    rep = j(run("report", "--all-scopes", "--json", store=store))
     assert rep["totals"]["memories"] == 5 and rep["sleeps"]["count"] == 1
-    text = run("report", store=store).stdout
+    text = run("report", "--all-scopes", store=store).stdout
     assert "NOVELTY GATE" in text and "reflect/recall" in text
     heat = j(run("heatmap", "--scope", "atlas", "--json", store=store))
     assert heat["total_hits"] > 0
@@ -95,7 +95,7 @@ def test_html_report_renders_in_headless_chromium(tmp_path: Path) -> None:
     for q in ("violin lesson", "kafka retention"):
         run("recall", q, "--scope", "orchard", "--json", store=store)
     page = tmp_path / "report.html"
-    out = j(run("report", "--html", str(page), "--json", store=store))
+    out = j(run("report", "--all-scopes", "--html", str(page), "--json", store=store))
     assert out["html"] == str(page) and page.stat().st_size > 10_000
     profile = tmp_path / "chromium-profile"
     dom = subprocess.run(

@@ -77,3 +77,73 @@ def test_backup_bounds_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(InvalidInput):
         Config.load(backups_keep=-2)
     assert os.environ["TIDELINE_BACKUPS_KEEP"] == "3"
+
+
+def _full_disk_on_backup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Backups fail with SQLite's own "database or disk is full" after the copy's rollback
+    journal exists (a page limit on the copy, its journal kept as a full disk keeps it):
+    what the probe of issue 33 item 12 saw on a real full disk."""
+    import sqlite3
+
+    import tideline.store.sqlite.connection as connection
+
+    real = sqlite3.connect
+
+    def connect(target: object, *args: object, **kwargs: object) -> sqlite3.Connection:
+        conn = real(target, *args, **kwargs)  # type: ignore[call-overload]
+        if str(target).endswith(".partial"):
+            conn.execute("PRAGMA journal_mode=PERSIST")
+            conn.execute("CREATE TABLE filler (x)")
+            conn.commit()
+            conn.execute("PRAGMA max_page_count=4")
+        return conn
+
+    monkeypatch.setattr(connection.sqlite3, "connect", connect)
+
+
+def test_failed_sleep_backup_leaves_no_partial_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33 item 12: a sleep backup that failed on a full disk left
+    ``backups/sleep-….partial-journal`` behind; now the copy and its journal go."""
+    from tideline.errors import StoreFull
+
+    home = tmp_path / "s"
+    with Memory.open(home, embedder=hashing()) as mem:
+        _fill(mem, 60)
+        before = sorted((home / "backups").glob("*")) if (home / "backups").exists() else []
+        with monkeypatch.context() as m:
+            _full_disk_on_backup(m)
+            with pytest.raises(StoreFull):
+                mem.sleep(force=True)
+        left = sorted(p for p in (home / "backups").iterdir() if p not in before)
+        assert left == [], left
+        assert mem.sleep(force=True)["backup"]  # the next sleep backs up as usual
+    assert len(_backups(home)) == 1
+
+
+def test_leftover_partial_files_are_no_backups_and_are_cleared(tmp_path: Path) -> None:
+    """What a killed backup left (before this fix, or a kill -9 mid-copy) is never listed
+    or counted as a backup, and the next backup removes it once it is stale; a fresh one
+    (another process's backup in progress) stays."""
+    from tideline.store.sqlite.presence import restore_hint
+
+    home = tmp_path / "s"
+    with Memory.open(home, embedder=hashing()) as mem:
+        _fill(mem, 10)
+        folder = home / "backups"
+        folder.mkdir(exist_ok=True)
+        stale = [folder / "sleep-20260101T000000-1.partial",
+                 folder / "sleep-20260101T000000-1.partial-journal"]
+        fresh = folder / "sleep-20260101T000000-2.partial"
+        for p in [*stale, fresh]:
+            p.write_bytes(b"\0" * 4096)
+        old = os.stat(stale[0]).st_mtime - 2 * 3600  # well past the 15 minutes
+        for p in stale:
+            os.utime(p, (old, old))
+        assert "No backups" in restore_hint(home, "tideline.db")
+        made = mem.store.backup("sleep", keep=1, max_bytes=0)
+    assert _backups(home) == [made]
+    assert not any(p.exists() for p in stale)
+    assert fresh.exists()
+    assert made.name in restore_hint(home, "tideline.db") and ".partial" not in restore_hint(
+        home, "tideline.db")

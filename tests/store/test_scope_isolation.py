@@ -33,7 +33,7 @@ READS = ("recall", "get", "show", "turns", "reflect", "revise", "forget", "ctx_m
          "ctx_query", "ctx_session")
 
 _op = st.tuples(
-    st.sampled_from(["remember", "turn", "linked", *READS]),
+    st.sampled_from(["remember", "turn", "linked", "sleep", *READS]),
     st.sampled_from(SCOPES),
     st.sampled_from(WORDS),
     st.integers(min_value=0, max_value=10_000),
@@ -148,9 +148,30 @@ def _mcp_reads(mem: Memory, reader: str, ids: list[int]) -> list[str]:
         for mid in ids:
             res = await c.call_tool("read_context", {"memory_id": mid})
             out.append(text_of(res) + json.dumps(res.structured_content or {}))
+        # The journal, the store's statistics, the brief and attention (issue 33 item 3).
+        for name, args in (("dream_log", {"limit": 1000}), ("introspect", {}), ("brief", {}),
+                           ("attention_heatmap", {})):
+            res = await c.call_tool(name, args)
+            out.append(text_of(res) + json.dumps(res.structured_content or {}))
         return out
 
     return run_with(mem, body)
+
+
+def _api_reads(mem: Memory, reader: str, report: bool) -> list[str]:
+    """The journal, introspection and (``report``) the report through the Python API, as
+    ``reader``."""
+    mem.use_project(ProjectInfo(reader, "explicit", reader))
+    out = [json.dumps(mem.events(limit=10_000), default=str),
+           json.dumps(mem.introspect(), default=str)]
+    if report:  # the costliest read: one reader per example, a different one each time
+        out.append(json.dumps(mem.report(days=3), default=str))
+    return out
+
+
+def _first_mention(texts: str, words: list[str]) -> str:
+    at = min(texts.find(w) for w in words)
+    return texts[max(0, at - 200):at + 100]
 
 
 @settings(max_examples=25, deadline=None,
@@ -162,12 +183,15 @@ def test_scope_isolation_property(tmp_path_factory: pytest.TempPathFactory, back
 
     Covers recall, get, show, turns (source_links), reflect, revise, forget and the three
     ``read_context`` modes (issue 9 item 5's reproducers), then the MCP resources, the
-    DREAM prompts and the read_context tool of each project.
+    DREAM prompts and the read_context tool of each project; with sleeps among the
+    writes, the journal (``events``, ``dream_log``), ``introspect``, the brief,
+    attention and the report (issue 33 item 3), which may not even name another project.
     """
     home = tmp_path_factory.mktemp("iso")
     with backend.open(home, url=backend.fresh(), embedder=hashing()) as mem:
         backend.check(mem)
         w = World(mem)
+        slept = False
         for n, (op, scope, word, pick) in enumerate(ops):
             if op == "remember":
                 res = mem.remember(f"{word} note {n} in {w.marker(n, scope)}", scope=scope,
@@ -188,14 +212,25 @@ def test_scope_isolation_property(tmp_path_factory: pytest.TempPathFactory, back
                 res = mem.write(f"{word} linked {n} {w.marker(n, scope)}", scope=scope,
                                 source_links=links, idempotency_key=f"k{n}")
                 w.memories[res.id] = scope
+            elif op == "sleep":  # topic labels and attention come from every project's words
+                if not slept:  # once per example: a sleep costs more than all the reads
+                    mem.sleep(force=True)
+                slept = True
             else:
                 _check_read(w, op, scope if scope != "global" else PROJECTS[pick % 3], word,
                             pick, n)
         ids = sorted(w.memories)
         for reader in PROJECTS:
-            texts = "\n".join(_mcp_reads(mem, reader, ids))
+            mcp = _mcp_reads(mem, reader, ids)
+            texts = "\n".join(mcp)
             leaked = [m for m in w.hidden_markers(reader) if m in texts]
             assert leaked == [], (reader, leaked)
+            # The journal, introspect and the report may not even name another project
+            # (every marker of it holds its name, so no marker of it either).
+            texts = "\n".join(_api_reads(mem, reader, reader == PROJECTS[len(ops) % 3])
+                              + mcp[-4:])
+            named = [p for p in PROJECTS if p != reader and p in texts]
+            assert named == [], (reader, named, _first_mention(texts, named))
 
 
 @pytest.fixture

@@ -67,7 +67,7 @@ def test_cli_contract(tmp_path: Path) -> None:
     hidden = run("show", str(revised["id"]), "--scope", "orchard", store=store, ok=False)
     assert hidden.returncode == 5 and "not_found" in hidden.stderr  # as if it did not exist
     j(run("forget", str(revised["id"]), "--scope", "atlas", "--json", store=store))
-    info = j(run("introspect", "--json", store=store))
+    info = j(run("introspect", "--all-scopes", "--json", store=store))
     assert info["turns"] == 2 and "atlas" in info["scopes"]
     doc = j(run("doctor", "--json", store=store))
     assert doc["ok"] is True

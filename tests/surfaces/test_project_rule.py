@@ -192,11 +192,13 @@ def test_claude_importer_names_lines_like_the_hooks(places: dict[str, Path]) -> 
     # Run from a third place: each line's own directory decides, not the importer's cwd.
     res = cli("import", "claude", str(folder), cwd=places["repo"].parent, store=store)
     assert res["inserted"] > 0
-    info = cli("introspect", cwd=inside, store=store)
+    info = cli("introspect", "--all-scopes", cwd=inside, store=store)
     assert {"atlas", "scratch"} <= set(info["scopes"])
+    own = cli("introspect", cwd=inside, store=store)["scopes"]
+    assert "atlas" in own and set(own) <= {"atlas", "global"}  # its own and global only
     hits = cli("recall", "E1234 loader", cwd=outside, store=store)
     assert any(i["scope"] == "scratch" for i in hits["items"])
     # $TIDELINE_PROJECT wins for the importer as it does for the hooks.
     other = places["repo"].parent / "store2"
     cli("import", "claude", str(folder), cwd=inside, store=other, TIDELINE_PROJECT="zeta")
-    assert cli("introspect", cwd=inside, store=other)["scopes"] == ["zeta"]
+    assert cli("introspect", "--all-scopes", cwd=inside, store=other)["scopes"] == ["zeta"]

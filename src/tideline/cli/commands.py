@@ -230,10 +230,13 @@ def show(
 @app.command()
 @guarded
 def introspect(store: StoreOpt = None, namespace: NsOpt = None, scope: ScopeOpt = None,
-               embedder: EmbOpt = None, as_json: JsonOpt = False) -> None:
+               embedder: EmbOpt = None, as_json: JsonOpt = False,
+               all_scopes: Annotated[bool, typer.Option(
+                   "--all-scopes", help="Count every project, not only the current one "
+                   "and global.")] = False) -> None:
     """Store statistics, the detected project and the embedder."""
     with opened(store, namespace, embedder, project=scope) as mem:
-        data = mem.introspect()
+        data = mem.introspect(all_scopes=all_scopes)
     emit(data, as_json)
 
 

@@ -81,12 +81,15 @@ def report(
     html: Annotated[Path | None, typer.Option(
         "--html", help="Write a self-contained HTML page with plots to this file.")] = None,
     days: Annotated[int, typer.Option("--days", help="Window of the time series.")] = 30,
+    all_scopes: Annotated[bool, typer.Option(
+        "--all-scopes", help="Every project's memories and labels, not only the current "
+        "project's and global.")] = False,
     store: StoreOpt = None, namespace: NsOpt = None, embedder: EmbOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Report growth, gate decisions, recall latency, dynamics, sleeps, hook errors."""
     with opened(store, namespace, embedder) as mem:
-        data = mem.report(days=days)
+        data = mem.report(days=days, all_scopes=all_scopes)
     if html is not None:
         from tideline.archive.paths import atomic_file, safe_target
         from tideline.report.html import render_html

@@ -134,10 +134,11 @@ def _capture(run: _Run) -> dict[str, Any]:
     path = _transcript(run)
     if path is None:
         return {"transcript": None, "new": 0, "inserted": 0}
-    parsed = parse_transcript(path, scope=run.info.name or "global")
-    ids = [str(t["id"]) for t in parsed.turns]
-    known = run.reader.existing_message_ids(SOURCE, ids)
-    fresh = [t for t in parsed.turns if t["id"] not in known]
+    where = run.info.name or "global"
+    parsed = parse_transcript(path, scope=where)
+    keys = [(str(t.get("scope") or where), str(t["id"])) for t in parsed.turns]
+    known = run.reader.existing_message_ids(SOURCE, keys)
+    fresh = [t for t, key in zip(parsed.turns, keys, strict=True) if key not in known]
     out: dict[str, Any] = {"transcript": str(path), "turns": len(parsed.turns),
                            "new": len(fresh), "inserted": 0}
     if fresh:

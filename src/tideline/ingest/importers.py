@@ -14,13 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 from tideline.errors import InputTooLarge, InvalidInput
+from tideline.write.identity import clean_identity, normalise_text
 from tideline.write.validate import (
     clean_callback,
     clean_flag,
     clean_name,
     clean_paths,
     clean_seq,
-    clean_text,
 )
 
 if TYPE_CHECKING:
@@ -55,12 +55,12 @@ def add_turns(
     if len(batch) > caps.batch:
         raise InputTooLarge(f"batch of {len(batch)} turns; the cap is {caps.batch}")
     if session is not None:
-        session = clean_text(session, "session", caps.name_chars, required=True)
+        session = clean_identity(session, "session", caps.name_chars)
     clean_callback(progress)
     rows = cast("list[Mapping[str, Any]]", batch)  # each item is checked there
     salt = ""
     if idempotency_key is not None:
-        salt = clean_text(idempotency_key, "idempotency_key", 200, required=True)
+        salt = clean_identity(idempotency_key, "idempotency_key", 200)
     prepared = prepare_turns(
         rows, scope=rt.scope(scope, write=True), source=clean_name(source, "source", caps),
         session=session, caps=caps, next_index=rt.store.next_turn_index, salt=salt,
@@ -71,6 +71,14 @@ def add_turns(
     if result.inserted and not rt.guard.down:
         rt.writer.fill_pending()
     return result
+
+
+def _turn_key(rt: Runtime, turn: Mapping[str, Any], scope: str | None) -> tuple[str, str]:
+    """The (scope, raw message id) a turn about to be imported is looked up by: its own
+    scope, else the import's (the scope :func:`add_turns` will store it in)."""
+    own = turn.get("scope")
+    where = str(own) if own else rt.scope(scope, write=True)
+    return where, str(turn.get("id"))
 
 
 def _import_turns(rt: Runtime, turns: list[dict[str, Any]], *, source: str, scope: str | None,
@@ -121,9 +129,9 @@ def import_claude(
     files = find_transcripts(clean_paths(paths, "paths"))
     total = 0
     if progress is not None:
-        ids_seen: set[str] = set()
+        ids_seen: set[tuple[str, str]] = set()
         for f in files:
-            ids_seen.update(str(t["id"]) for t in
+            ids_seen.update(_turn_key(rt, t, scope) for t in
                             parse_transcript(f, scope=scope, tool_results=tool_results).turns)
         total = len(ids_seen - reader.existing_message_ids(SOURCE, ids_seen))
     seen = done = inserted = skipped = 0
@@ -134,11 +142,13 @@ def import_claude(
         parsed = parse_transcript(f, scope=scope, tool_results=tool_results)
         dropped.update(parsed.skipped)
         sessions.update(t["session"] for t in parsed.turns)
-        known = reader.existing_message_ids(SOURCE, [str(t["id"]) for t in parsed.turns])
+        known = reader.existing_message_ids(SOURCE, [_turn_key(rt, t, scope)
+                                                     for t in parsed.turns])
         fresh: list[dict[str, Any]] = []
         for t in parsed.turns:  # a message copied into several transcripts is stored once
-            if t["id"] not in known:
-                known.add(t["id"])
+            key = _turn_key(rt, t, scope)
+            if key not in known:
+                known.add(key)
                 fresh.append(t)
         # A live transcript may have grown since the first pass: the total grows with it.
         total = max(total, done + len(fresh))
@@ -176,14 +186,16 @@ def import_hermes(
     tool_results = clean_flag(tool_results, "tool_results")
     clean_callback(progress)
     if session is not None:
-        session = clean_text(session, "session", rt.config.caps.name_chars, required=True)
+        # A filter on Hermes' own session names: matched raw, never stored.
+        session = normalise_text(session, "session", rt.config.caps.name_chars, required=True)
     where = clean_paths(paths, "paths")
 
     def unseen(sess: dict[str, Any]) -> tuple[HermesSessions, list[dict[str, Any]], int]:
         parsed = hermes_turns([sess], scope=scope, tool_results=tool_results)
-        known = reader.existing_message_ids(SOURCE, [str(t["id"]) for t in parsed.turns
-                                                     if "id" in t])
-        fresh, live = unseen_turns([t for t in parsed.turns if t.get("id") not in known],
+        known = reader.existing_message_ids(SOURCE, [_turn_key(rt, t, scope)
+                                                     for t in parsed.turns if "id" in t])
+        fresh, live = unseen_turns([t for t in parsed.turns if "id" not in t
+                                    or _turn_key(rt, t, scope) not in known],
                                    reader.session_fingerprints)
         return parsed, fresh, live
 
@@ -294,8 +306,9 @@ def capture_turns(
             raise InvalidInput(f"turn {pos}: expected an object, got {type(t).__name__}")
         rows.append(dict(t))
     source = clean_name(source, "source", rt.config.caps)
-    known = reader.existing_message_ids(source, [str(t["id"]) for t in rows if t.get("id")])
-    fresh = [t for t in rows if not t.get("id") or str(t["id"]) not in known]
+    known = reader.existing_message_ids(source, [_turn_key(rt, t, scope) for t in rows
+                                                 if t.get("id")])
+    fresh = [t for t in rows if not t.get("id") or _turn_key(rt, t, scope) not in known]
     if not fresh:
         return {"inserted": 0, "skipped": len(rows), "turn_ids": []}
     inserted, skipped, _s, ids = _import_turns(rt, fresh, source=source, scope=scope,

@@ -2,8 +2,15 @@
 
 Turns are validated as a whole batch before anything is written, embedded
 outside any transaction, then inserted in one short transaction per batch of at
-most ``Caps.import_batch`` turns; a (source, message id) pair that is already
-stored is skipped, so an import can be repeated or resumed safely.
+most ``Caps.import_batch`` turns; a (scope, source, message id) triple that is
+already stored is skipped, so an import can be repeated or resumed safely. The same
+message id in another project is another turn: an import never learns whether another
+project holds it.
+
+Session and message ids are compared as given, never as redacted: one that holds a
+secret is stored as its redacted text and a digest of the raw value
+(:mod:`tideline.write.identity`), and a derived id hashes the turn's raw text, so two
+turns that differ only in a secret stay two.
 
 A turn without a message id gets one derived from what identifies it — source,
 session, speaker, timestamp and text (:func:`tideline.models.derived_turn_id`) —
@@ -36,10 +43,12 @@ from tideline.embed.base import Embedder, Vectors
 from tideline.errors import InvalidInput
 from tideline.models import ImportResult, Turn, derived_turn_id
 from tideline.recall.sentences import sentence_cap, split
+from tideline.secrets import redact_secrets
 from tideline.store.base import WriteRows
 from tideline.store.rows import turn_index_text
 from tideline.store.turn_embedding import embed_turns
-from tideline.write.validate import INT64_MAX, clean_name, clean_text, parse_time
+from tideline.write.identity import clean_identity, normalise_text
+from tideline.write.validate import INT64_MAX, clean_name, parse_time
 
 __all__ = ["Occurrences", "prepare_turns", "store_turns"]
 
@@ -101,14 +110,19 @@ def prepare_turns(
             raise InvalidInput(f"{label}: expected an object, got {type(raw).__name__}")
         try:
             sess = raw.get("session") or raw.get("session_id") or session or "default"
-            sess = clean_text(str(sess), "session", caps.name_chars, required=True)
+            # Ids are decided on the raw values, never on redacted text: two sessions
+            # or message ids that both hold a secret stay two (issue 33 item 1).
+            sess = clean_identity(str(sess), "session", caps.name_chars)
             speaker_raw = raw.get("speaker") or raw.get("name") or raw.get("role") or "unknown"
-            speaker = clean_text(str(speaker_raw), "speaker", caps.name_chars, required=True)
+            speaker_plain = normalise_text(str(speaker_raw), "speaker", caps.name_chars,
+                                           required=True)
+            speaker = redact_secrets(speaker_plain)[0]
             role = str(raw.get("role") or "").strip().lower()
             if role not in _ROLES:
                 role = "assistant" if speaker.lower() in ("assistant", "agent") else "user"
-            text = clean_text(raw.get("text", raw.get("content")), "text", caps.turn_chars,
-                              required=True)
+            plain = normalise_text(raw.get("text", raw.get("content")), "text",
+                                   caps.turn_chars, required=True)
+            text = redact_secrets(plain)[0]
             ts = parse_time(raw.get("timestamp", raw.get("ts")), "timestamp")
             given = raw.get("turn_index")
             if given is not None and (isinstance(given, bool) or not isinstance(given, int)
@@ -120,8 +134,8 @@ def prepare_turns(
             counters[sess] += 1
             msg = raw.get("id", raw.get("message_id"))
             if msg is None or msg == "":
-                msg = occurrences.derive(source, sess, speaker, ts, text, salt)
-            msg_id = clean_text(str(msg), "id", caps.name_chars, required=True)
+                msg = occurrences.derive(source, sess, speaker_plain, ts, plain, salt)
+            msg_id = clean_identity(str(msg), "id", caps.name_chars)
             turn_scope = scope
             if raw.get("scope"):
                 turn_scope = clean_name(raw["scope"], "scope", caps)
@@ -152,12 +166,14 @@ def store_turns(
     stores its turns whole or not at all, so an import killed at any point leaves a
     prefix of its input stored and a re-run completes it.
     """
-    seen = store.existing_turn_keys([(t.source, t.message_id) for t in turns])
-    ids: dict[tuple[str, str], int] = dict(seen)
+    # A turn is known by its project, source and message id (namespace: the store's):
+    # the same message id in another project is another turn (issue 33 item 2).
+    seen = store.existing_turn_keys([(t.scope, t.source, t.message_id) for t in turns])
+    ids: dict[tuple[str, str, str], int] = dict(seen)
     fresh: list[Turn] = []
-    keys: set[tuple[str, str]] = set()
+    keys: set[tuple[str, str, str]] = set()
     for t in turns:
-        key = (t.source, t.message_id)
+        key = (t.scope, t.source, t.message_id)
         if key in seen or key in keys:
             continue
         keys.add(key)
@@ -204,14 +220,15 @@ def store_turns(
         for t, tid in zip(part, new, strict=True):
             if tid:
                 inserted.append(tid)
-                ids[(t.source, t.message_id)] = tid
+                ids[(t.scope, t.source, t.message_id)] = tid
     raced = [k for k in keys if k not in ids]  # stored by another writer meanwhile
     if raced:
         ids.update(store.existing_turn_keys(raced))
     sessions = len({t.session for t in turns})
     return ImportResult(inserted=len(inserted), skipped=len(turns) - len(inserted),
                         sessions=sessions, turn_ids=tuple(inserted),
-                        batch_ids=tuple(ids.get((t.source, t.message_id), 0) for t in turns))
+                        batch_ids=tuple(ids.get((t.scope, t.source, t.message_id), 0)
+                                        for t in turns))
 
 
 def _sentence_vectors(

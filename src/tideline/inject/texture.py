@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from tideline.errors import InputTooLarge, InvalidInput
 from tideline.recall.request import recall
-from tideline.write.validate import clean_int, clean_text
+from tideline.write.identity import clean_identity
+from tideline.write.validate import clean_int
 
 if TYPE_CHECKING:
     from tideline.runtime import Runtime
@@ -70,7 +71,7 @@ def read_context(
                 if i.type == "turn" and i.scope in visible][:limit]
         return {"mode": "query", "query": packet.query, "scope": packet.scope,
                 "turns": hits, "best_similarity": round(packet.best_similarity, 4)}
-    name = clean_text(session, "session", rt.config.caps.name_chars, required=True)
+    name = clean_identity(session, "session", rt.config.caps.name_chars)
     if around is None:
         from tideline.models import iso
 

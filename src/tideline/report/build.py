@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -50,13 +51,17 @@ def _pct(values: list[float], q: float) -> float | None:
     return round(ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo), 3)
 
 
-def build_report(rt: Runtime, *, days: int = 30, now: float | None = None) -> dict[str, Any]:
+def build_report(rt: Runtime, *, days: int = 30, now: float | None = None,
+                 scopes: Sequence[str] | None = None) -> dict[str, Any]:
     """Build the report over the last ``days`` days.
 
     Args:
         rt: the opened memory's parts.
         days: the window of the time series.
         now: the end of the window (default: the clock).
+        scopes: the scopes the reader may see (None: the whole namespace). Memories,
+            labels, entities and hook errors of other scopes are left out
+            (:mod:`tideline.report.scoped`).
 
     Returns:
         The report (JSON-ready).
@@ -67,10 +72,10 @@ def build_report(rt: Runtime, *, days: int = 30, now: float | None = None) -> di
     labels = [(day0 + timedelta(days=i)).isoformat() for i in range(days)]
     rs = ReportStore(rt.store)
     cons = ConsolidationStore(rt.store)
-    totals = rt.store.stats()
+    totals = rt.store.stats(scopes)
     warnings: list[str] = []
 
-    growth = _growth(rs, since, days, labels)
+    growth = _growth(rs, since, days, labels, scopes)
     gate = _gate(rs, since, days, labels)
     recall = _recall(rs, since, days, labels)
     feedback = _feedback(rs, since, recall["count"])
@@ -81,13 +86,17 @@ def build_report(rt: Runtime, *, days: int = 30, now: float | None = None) -> di
     if sleeps["count"] == 0:
         warnings.append("no sleep has run yet: run `tideline sleep` (or install the Stop hook)")
     hooks = rs.events_of("hook_error", since=since, limit=20)
+    if scopes is not None:
+        from tideline.journal import event_scope
+
+        hooks = [e for e in hooks if event_scope(e, {}) in scopes]
     if hooks:
         warnings.append(f"{len(hooks)} hook error(s) in the window — see hooks.recent")
     stopped = [f"{k}: {v}" for s in sleeps["recent"] for k, v in s.get("stopped", {}).items()]
     if stopped:
         warnings.append("a sleep step stopped itself: " + stopped[0])
-    attention = heatmap(cons, scopes=None, days=days, now=end, top=10)
-    return {
+    attention = heatmap(cons, scopes=scopes, days=days, now=end, top=10)
+    report = {
         "generated_at": iso(end),
         "window": {"days": days, "since": iso(since), "until": iso(end)},
         "store": _where(rt), "namespace": rt.config.namespace,
@@ -98,8 +107,8 @@ def build_report(rt: Runtime, *, days: int = 30, now: float | None = None) -> di
         "sleeps": sleeps,
         "associations": _associations(rt, rs, totals),
         "attention": attention,
-        "clusters": _cluster_map(cons, attention),
-        "topics": cons.topics(None, 15),
+        "clusters": _cluster_map(cons, attention, scopes),
+        "topics": cons.topics(scopes, 15),
         "entities": cons.entity_graph(15),
         "unindexed": {"memories_without_source_links": rs.unlinked_count()},
         "hooks": {"errors": len(hooks),
@@ -108,10 +117,22 @@ def build_report(rt: Runtime, *, days: int = 30, now: float | None = None) -> di
         "events": rs.event_counts(since),
         "warnings": warnings,
     }
+    if scopes is None:
+        return report
+    from tideline.report.scoped import scoped_report
+
+    named = {i["id"] for part in report["reinforced"].values() for i in part}
+    named |= {i["id"] for i in report["fading"]["lowest_retention"]}
+    named |= {x for a in report["associations"]["strongest"] for x in (a["src"], a["dst"])}
+    named |= {m for n in report["entities"]["nodes"] for m in n.get("memories", [])}
+    visible_ids = {mid for mid, rec in rt.store.get_memories(named).items()
+                   if rec.scope in scopes}
+    return scoped_report(report, scopes, visible_ids)
 
 
-def _growth(rs: ReportStore, since: float, days: int, labels: list[str]) -> dict[str, Any]:
-    rows = rs.growth(since)
+def _growth(rs: ReportStore, since: float, days: int, labels: list[str],
+            scopes: Sequence[str] | None = None) -> dict[str, Any]:
+    rows = rs.growth(since, scopes)
     kinds = sorted({k for k, _, _ in rows})
     per: dict[str, list[int]] = {k: [0] * days for k in kinds}
     base: dict[str, int] = dict.fromkeys(kinds, 0)
@@ -278,11 +299,12 @@ def _associations(rt: Runtime, rs: ReportStore, totals: dict[str, Any]) -> dict[
                           for a, b, w in strongest]}
 
 
-def _cluster_map(cons: ConsolidationStore, attention: dict[str, Any]) -> dict[str, Any]:
+def _cluster_map(cons: ConsolidationStore, attention: dict[str, Any],
+                 scopes: Sequence[str] | None = None) -> dict[str, Any]:
     """A 2-D PCA projection of the cluster centroids (size and attention per bubble)."""
     import numpy as np
 
-    rows = cons.centroids(None)
+    rows = cons.centroids(scopes)
     info = {c["id"]: c for c in attention["clusters"]}
     if not rows:
         return {"points": []}

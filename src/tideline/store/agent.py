@@ -20,6 +20,10 @@ from tideline.times import clamped_time, stored_time
 
 __all__ = ["AgentReader"]
 
+#: The longest message id a look-up compares (one longer is refused when stored anyway:
+#: this only keeps a hostile transcript's id from costing more than its check).
+_ID_CHARS = 10_000
+
 _MEMORY_COLS = ("id, scope, kind, gesture, context, cognition_direction, tags, weight, status, "
                 "event_time, recorded_at, source_links")
 _TURN_COLS = ("id, session, turn_index, speaker, role, text, ts, source, message_id, scope, "
@@ -280,17 +284,36 @@ class AgentReader:
 
     # -- hooks and importers --------------------------------------------------------------
 
-    def existing_message_ids(self, source: str, ids: Iterable[str]) -> set[str]:
-        """Which of the source's message ids are already stored as raw turns."""
-        wanted = list(dict.fromkeys(ids))
-        found: set[str] = set()
+    def existing_message_ids(self, source: str,
+                             keys: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
+        """Which (scope, message id) pairs of the source are already stored as raw turns.
+
+        The ids are the source's own (raw): each is compared in the form it is stored as
+        (:func:`tideline.write.identity.stored_identity`), within its scope only, so an
+        id another project holds is not "stored" here. An id that could not be stored
+        at all (empty, too long) is never found; storing it is what refuses it.
+        """
+        from tideline.errors import InvalidInput
+        from tideline.write.identity import clean_identity
+
+        stored: dict[tuple[str, str], tuple[str, str]] = {}
+        for scope, raw in keys:
+            try:
+                stored.setdefault((scope, clean_identity(raw, "id", _ID_CHARS)), (scope, raw))
+            except InvalidInput:
+                continue
+        wanted = list(stored)
+        found: set[tuple[str, str]] = set()
         with self.db.read() as c:
-            for start in range(0, len(wanted), 500):
-                chunk = wanted[start:start + 500]
+            for start in range(0, len(wanted), 250):
+                chunk = wanted[start:start + 250]
+                where = " OR ".join(["(scope = ? AND message_id = ?)"] * len(chunk))
                 rows = c.execute(
-                    f"SELECT message_id FROM turns WHERE namespace = ? AND source = ? "
-                    f"AND message_id IN ({_ph(len(chunk))})", (self.ns, source, *chunk)).fetchall()
-                found.update(str(r[0]) for r in rows)
+                    f"SELECT scope, message_id FROM turns WHERE namespace = ? AND source = ? "  # noqa: S608
+                    f"AND ({where})", (self.ns, source, *(v for k in chunk for v in k)),
+                ).fetchall()
+                found.update(stored[(str(s), str(m))] for s, m in rows
+                             if (str(s), str(m)) in stored)
         return found
 
     def session_fingerprints(self, session: str) -> set[tuple[str, str]]:

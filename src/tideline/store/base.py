@@ -117,8 +117,8 @@ class ViewHost(Protocol):
         """Append one journal event (inside ``c`` if given); returns its id."""
 
     def events(self, *, kinds: Sequence[str] | None = None, limit: int = 50,
-               since: float | None = None) -> list[dict[str, Any]]:
-        """Journal entries, newest first."""
+               since: float | None = None, before: int | None = None) -> list[dict[str, Any]]:
+        """Journal entries, newest first (``before``: only those of a smaller id)."""
 
     def acquire_sleep_lock(self, holder: str) -> bool | None:
         """Take the backend's own one-at-a-time sleep lock of this namespace for ``holder``.
@@ -252,8 +252,10 @@ class WriteRows(Protocol):
     ) -> list[tuple[int, float]]:
         """Memory ids best first for a lexical query."""
 
-    def existing_turn_keys(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
-        """The id of each (source, message id) pair already stored."""
+    def existing_turn_keys(
+        self, keys: Sequence[tuple[str, str, str]],
+    ) -> dict[tuple[str, str, str], int]:
+        """The id of each (scope, source, message id) triple already stored."""
 
     def insert_turns(self, c: Any, turns: Sequence[Turn],
                      vectors: Sequence[np.ndarray | None]) -> list[int]:
@@ -467,5 +469,5 @@ class Store(ViewHost, WriteRows, ArchiveStore, Protocol):
     def scopes(self) -> list[str]:
         """Scopes with data."""
 
-    def stats(self) -> dict[str, Any]:
-        """Counts."""
+    def stats(self, scopes: Sequence[str] | None = None) -> dict[str, Any]:
+        """Counts (of ``scopes`` only, if given)."""

@@ -137,10 +137,13 @@ class NamespaceRows(MemoryRows, TurnRows):
             return None, self.record_gated(c, write)
 
     def events(self, *, kinds: Sequence[str] | None = None, limit: int = 50,
-               since: float | None = None) -> list[dict[str, Any]]:
-        """Journal entries, newest first."""
+               since: float | None = None, before: int | None = None) -> list[dict[str, Any]]:
+        """Journal entries, newest first (``before``: only those of a smaller id)."""
         sql = "SELECT id, ts, kind, memory_id, data FROM events WHERE namespace = ?"
         args: list[Any] = [self.namespace]
+        if before is not None:
+            sql += " AND id < ?"
+            args.append(before)
         if kinds:
             sql += f" AND kind IN ({placeholders(len(kinds))})"
             args.extend(kinds)
@@ -163,30 +166,40 @@ class NamespaceRows(MemoryRows, TurnRows):
             ).fetchall()
         return sorted(str(r[0]) for r in rows)
 
-    def stats(self) -> dict[str, Any]:
-        """Counts by kind, scope and status, plus turns, edges and events."""
+    def stats(self, scopes: Sequence[str] | None = None) -> dict[str, Any]:
+        """Counts by kind, scope and status, plus turns, edges and events.
+
+        ``scopes``: count only the memories, turns and edges of these scopes (a
+        project's view); the journal's count stays the namespace's (a number, no word).
+        """
         ns = self.namespace
+        where, args = "", [ns]
+        if scopes is not None:
+            where = f" AND scope IN ({placeholders(len(scopes))})"
+            args += list(scopes)
         with self.db.read() as c:
-            def one(sql: str) -> int:
-                return int(c.execute(sql, (ns,)).fetchone()[0])
+            def one(sql: str, params: Sequence[Any] = args) -> int:
+                return int(c.execute(sql, tuple(params)).fetchone()[0])
 
             def grouped(col: str) -> dict[str, int]:
                 rows = c.execute(
-                    f"SELECT {col}, count(*) FROM memories WHERE namespace = ? GROUP BY {col}",
-                    (ns,)).fetchall()
+                    f"SELECT {col}, count(*) FROM memories WHERE namespace = ?{where} "  # noqa: S608
+                    f"GROUP BY {col}", tuple(args)).fetchall()
                 return {str(k): int(v) for k, v in rows}
 
             return {
-                "memories": one("SELECT count(*) FROM memories WHERE namespace = ?"),
+                "memories": one(f"SELECT count(*) FROM memories WHERE namespace = ?{where}"),  # noqa: S608
                 "by_kind": grouped("kind"),
                 "by_scope": grouped("scope"),
                 "by_status": grouped("status"),
-                "turns": one("SELECT count(*) FROM turns WHERE namespace = ?"),
-                "sessions": one("SELECT count(DISTINCT session) FROM turns WHERE namespace = ?"),
+                "turns": one(f"SELECT count(*) FROM turns WHERE namespace = ?{where}"),  # noqa: S608
+                "sessions": one(f"SELECT count(DISTINCT session) FROM turns "  # noqa: S608
+                                f"WHERE namespace = ?{where}"),
                 "edges": {str(k): int(v) for k, v in c.execute(
-                    "SELECT e.type, count(*) FROM edges e JOIN memories m ON m.id = e.src "
-                    "WHERE m.namespace = ? GROUP BY e.type", (ns,)).fetchall()},
-                "events": one("SELECT count(*) FROM events WHERE namespace = ?"),
+                    "SELECT e.type, count(*) FROM edges e JOIN memories m ON m.id = e.src "  # noqa: S608
+                    f"WHERE m.namespace = ?{where.replace('scope', 'm.scope')} GROUP BY e.type",
+                    tuple(args)).fetchall()},
+                "events": one("SELECT count(*) FROM events WHERE namespace = ?", (ns,)),
             }
 
     def _df_cache_for(self, kind: str, total: int) -> dict[str, int]:

@@ -25,14 +25,17 @@ class ReportStore(NamespaceView):
         store: the opened SQLite store.
     """
 
-    def growth(self, since: float) -> list[tuple[str, int, int]]:
-        """(kind, day, memories recorded that day) — day < 0 folded into -1."""
+    def growth(self, since: float,
+               scopes: Sequence[str] | None = None) -> list[tuple[str, int, int]]:
+        """(kind, day, memories recorded that day) — day < 0 folded into -1 (of
+        ``scopes`` only, if given)."""
+        where = "" if scopes is None else f" AND scope IN ({_ph(len(scopes))})"
         with self.db.read() as c:
             rows = c.execute(
                 "SELECT kind, CASE WHEN recorded_at < ? THEN -1 ELSE "
                 f"{self.db.dialect.whole('(recorded_at - ?) / ?')} END AS d, count(*) "
-                "FROM memories WHERE namespace = ? GROUP BY kind, d",
-                (since, since, _DAY, self.ns)).fetchall()
+                f"FROM memories WHERE namespace = ?{where} GROUP BY kind, d",
+                (since, since, _DAY, self.ns, *(scopes or ()))).fetchall()
         out: dict[tuple[str, int], int] = {}
         for kind, day, n in rows:
             key = (str(kind), max(-1, int(day)))

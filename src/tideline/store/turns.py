@@ -53,8 +53,8 @@ class TurnRows(BackendRows):
         Each new turn takes the next free index of its session, read inside this
         transaction once the session is held (:meth:`_lock_session`): indexes stay
         contiguous and unique per session under concurrent writers and after a resumed
-        import; the ``turn_index`` the turn carries is ignored. A turn whose (source,
-        message id) is stored already is skipped and takes no index.
+        import; the ``turn_index`` the turn carries is ignored. A turn whose (scope,
+        source, message id) is stored already is skipped and takes no index.
 
         Returns:
             The new internal id of each turn, 0 for one that was stored already.
@@ -69,12 +69,12 @@ class TurnRows(BackendRows):
                     (self.namespace, turn.session),
                 ).fetchone()
                 places[turn.session] = 0 if row[0] is None else int(row[0]) + 1
-            # Only the (source, message id) conflict means "stored already"; a clash on
+            # Only the (scope, source, message id) conflict means "stored already"; a clash on
             # the session's place would be a bug and must raise, not drop the turn.
             found = c.execute(
                 "INSERT INTO turns(namespace, scope, session, turn_index, speaker, role, "
                 "text, ts, source, message_id, recorded_at) VALUES (?,?,?,?,?,?,?,?,?,?,?) "
-                "ON CONFLICT(namespace, source, message_id) DO NOTHING RETURNING id",
+                "ON CONFLICT(namespace, scope, source, message_id) DO NOTHING RETURNING id",
                 (self.namespace, turn.scope, turn.session, places[turn.session], turn.speaker,
                  turn.role, turn.text, turn.timestamp, turn.source, turn.message_id,
                  turn.recorded_at),

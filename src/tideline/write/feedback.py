@@ -53,7 +53,8 @@ def reflect(rt: Runtime, ids: Sequence[int], reward: float, *,
                 continue
             store.update_memory(c, new)
             updated.append(mid)
+        # The reader's scope: the journal shows the event to that project only.
         store.log_event(c, "reflect", {"ids": list(wanted), "reward": reward,
-                                       "updated": updated}, now=now)
+                                       "updated": updated, "scope": visible[0]}, now=now)
     missing = [i for i in wanted if i not in found]
     return {"updated": updated, "missing": missing, "reward": reward}

@@ -12,7 +12,6 @@ import math
 import operator
 import os
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -21,6 +20,7 @@ from tideline.config import Caps
 from tideline.errors import InputTooLarge, InvalidInput
 from tideline.secrets import redact_secrets
 from tideline.times import check_datetime, check_epoch
+from tideline.write.identity import normalise_text
 
 __all__ = [
     "INT64_MAX",
@@ -60,23 +60,7 @@ def clean_text(value: object, field: str, cap: int, *, required: bool = False) -
         InvalidInput: not a string, NUL byte, lone surrogate, or empty when required.
         InputTooLarge: longer than ``cap``.
     """
-    if value is None:
-        value = ""
-    if not isinstance(value, str):
-        raise InvalidInput(f"{field} must be text, got {type(value).__name__}")
-    if "\x00" in value:
-        raise InvalidInput(f"{field} contains a NUL character")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise InvalidInput(f"{field} contains a lone surrogate at position {exc.start}") from exc
-    if len(value) > cap * 4:
-        raise InputTooLarge(f"{field} is {len(value)} characters; the cap is {cap}")
-    text = unicodedata.normalize("NFC", value).strip()
-    if len(text) > cap:
-        raise InputTooLarge(f"{field} is {len(text)} characters; the cap is {cap}")
-    if required and not text:
-        raise InvalidInput(f"{field} must not be empty")
+    text = normalise_text(value, field, cap, required=required)
     text, _ = redact_secrets(text)
     return text
 

@@ -431,8 +431,35 @@ def _m007_vector_counts(db: Conn) -> None:
 
 
 # The append-only migrations, applied in order on open.
+def _m008_turn_scope_identity(db: Conn) -> None:
+    """A turn is known by (namespace, scope, source, message id), as SQLite's schema 8.
+
+    The unique constraint on (namespace, source, message_id) made one project's message
+    id "stored already" for every other project (issue 33 item 2); it is replaced by one
+    that includes the scope. No stored row changes.
+    """
+    names = db.execute("SELECT conname FROM pg_constraint WHERE conrelid = 'turns'::regclass "
+                       "AND contype = 'u'").fetchall()
+    for (name,) in names:
+        db.execute(f'ALTER TABLE turns DROP CONSTRAINT "{name}"')
+    db.execute("ALTER TABLE turns ADD CONSTRAINT turns_identity "
+               "UNIQUE (namespace, scope, source, message_id)")
+
+
+
+def _m009_journal_order(db: Conn) -> None:
+    """The journal read newest first by id within a namespace, from an index.
+
+    ``events_kind`` (namespace, kind, ts) served every journal read, which then sorted
+    all of the namespace's events to return the newest 50 (0.1 s at 20,000 events); a
+    project's reader pages back through the journal (``tideline.journal``) and paid
+    that per page.
+    """
+    db.execute("CREATE INDEX IF NOT EXISTS events_recent ON events(namespace, id)")
+
 MIGRATIONS: list[Callable[[Conn], None]] = [
     _m001_core, _m002_cognition, _m003_sleep, _m004_turn_identity, _m005_one_vector,
-    _m006_lexical_namespace, _m007_vector_counts,
+    _m006_lexical_namespace, _m007_vector_counts, _m008_turn_scope_identity,
+    _m009_journal_order,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)  # the version this Tideline writes

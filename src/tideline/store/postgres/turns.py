@@ -26,21 +26,25 @@ class TurnRows:
     db: Database
     namespace: str
 
-    def existing_turn_keys(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
-        """The internal id of each (source, message id) pair that is already stored."""
-        out: dict[tuple[str, str], int] = {}
+    def existing_turn_keys(
+        self, keys: Sequence[tuple[str, str, str]],
+    ) -> dict[tuple[str, str, str], int]:
+        """The internal id of each (scope, source, message id) triple already stored."""
+        out: dict[tuple[str, str, str], int] = {}
         if not keys:
             return out
         with self.db.read() as c:
             for start in range(0, len(keys), _CHUNK):
                 chunk = list(keys[start:start + _CHUNK])
                 rows = c.execute(
-                    "SELECT source, message_id, id FROM turns WHERE namespace = ? AND "
-                    "(source, message_id) IN (SELECT * FROM unnest(?::text[], ?::text[]))",
-                    (self.namespace, [k[0] for k in chunk], [k[1] for k in chunk]),
+                    "SELECT scope, source, message_id, id FROM turns WHERE namespace = ? AND "
+                    "(scope, source, message_id) IN "
+                    "(SELECT * FROM unnest(?::text[], ?::text[], ?::text[]))",
+                    (self.namespace, [k[0] for k in chunk], [k[1] for k in chunk],
+                     [k[2] for k in chunk]),
                 ).fetchall()
-                for source, mid, tid in rows:
-                    out[(str(source), str(mid))] = int(tid)
+                for scope, source, mid, tid in rows:
+                    out[(str(scope), str(source), str(mid))] = int(tid)
         return out
 
     def _lock_session(self, c: Conn, session: str) -> None:

@@ -25,7 +25,8 @@ from tideline.store.sqlite import presence
 from tideline.store.sqlite.errors import from_sqlite
 from tideline.store.sqlite.schema import MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["Database", "connect_readonly", "peek_meta", "prune_backups"]
+__all__ = ["Database", "connect_readonly", "peek_meta", "prune_backups",
+           "remove_stale_partials"]
 
 DB_FILE = "tideline.db"
 
@@ -213,6 +214,7 @@ class Database(MetaRows):
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"-{time.time_ns() % 10**9:09d}"
         target = self.directory / "backups" / f"{label}-{stamp}.db"
         tmp = target.with_suffix(".partial")
+        remove_stale_partials(target.parent)
         try:
             dest = sqlite3.connect(tmp)
             try:
@@ -222,10 +224,10 @@ class Database(MetaRows):
                 dest.close()
             tmp.replace(target)
         except sqlite3.Error as exc:
-            tmp.unlink(missing_ok=True)
+            _remove_partial(tmp)
             raise from_sqlite(exc) from exc
         except OSError as exc:
-            tmp.unlink(missing_ok=True)
+            _remove_partial(tmp)
             raise StoreError(f"backup failed: {exc}") from exc
         if keep is not None or max_bytes:
             prune_backups(self.directory / "backups", keep=keep, max_bytes=max_bytes,
@@ -261,6 +263,45 @@ class Database(MetaRows):
         """Copy the raw database file (after a checkpoint) — for export tooling."""
         self.checkpoint()
         shutil.copyfile(self.path, target)
+
+
+#: Suffixes of a backup being written: the copy and the files SQLite keeps beside it.
+PARTIAL_SUFFIXES = (".partial", ".partial-journal", ".partial-wal", ".partial-shm")
+#: A partial backup untouched this long was left by a failed or killed backup (one being
+#: written is touched with every page it copies), and is removed by the next backup.
+STALE_PARTIAL_S = 15 * 60
+
+
+def _remove_partial(tmp: Path) -> None:
+    """Remove a failed backup's copy and every file SQLite made beside it.
+
+    A copy that failed on a full disk leaves its rollback journal (``….partial-journal``)
+    as well as the copy: neither is a database, and both hold the space the disk lacks.
+    """
+    for suffix in ("", "-journal", "-wal", "-shm"):
+        with contextlib.suppress(OSError):
+            tmp.with_name(tmp.name + suffix).unlink(missing_ok=True)
+
+
+def remove_stale_partials(folder: Path, *, older_than: float = STALE_PARTIAL_S,
+                          now: float | None = None) -> list[Path]:
+    """Remove what failed or killed backups left behind in ``folder``; returns it.
+
+    Only files named like a backup in progress (:data:`PARTIAL_SUFFIXES`) and untouched
+    for ``older_than`` seconds: another process's backup may be writing a fresh one.
+    """
+    if not folder.is_dir():
+        return []
+    now = time.time() if now is None else now
+    removed: list[Path] = []
+    for path in folder.iterdir():
+        if not path.name.endswith(PARTIAL_SUFFIXES):
+            continue
+        with contextlib.suppress(OSError):
+            if path.is_file() and now - path.stat().st_mtime >= older_than:
+                path.unlink()
+                removed.append(path)
+    return removed
 
 
 def prune_backups(folder: Path, *, keep: int | None, max_bytes: int | None,

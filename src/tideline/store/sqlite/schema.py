@@ -384,9 +384,57 @@ def _m007_vector_counts(db: sqlite3.Connection) -> None:
     END""")
 
 
+def _m008_turn_scope_identity(db: sqlite3.Connection) -> None:
+    """A turn is known by (namespace, scope, source, message id): the project is part of it.
+
+    Before, a message id stored by one project made the same id of another project
+    "stored already": the second project's turn was skipped (its text lost) and the
+    import handed it the first project's turn id (issue 33 item 2). SQLite cannot
+    change a table's UNIQUE constraint in place, so the table is rebuilt with the same
+    columns and ids (the full-text rows and vectors refer to the ids and stay valid),
+    then its indexes are made again. No stored row changes: what was unique under the
+    narrower key is unique under the wider one.
+    """
+    db.execute("""CREATE TABLE turns_scoped (
+            id INTEGER PRIMARY KEY,
+            namespace TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            session TEXT NOT NULL,
+            turn_index INTEGER NOT NULL,
+            speaker TEXT NOT NULL,
+            role TEXT NOT NULL,
+            text TEXT NOT NULL,
+            ts REAL,
+            source TEXT NOT NULL,
+            message_id TEXT NOT NULL,
+            recorded_at REAL NOT NULL,
+            UNIQUE (namespace, scope, source, message_id)
+        )""")
+    db.execute("INSERT INTO turns_scoped (id, namespace, scope, session, turn_index, speaker, "
+               "role, text, ts, source, message_id, recorded_at) SELECT id, namespace, scope, "
+               "session, turn_index, speaker, role, text, ts, source, message_id, recorded_at "
+               "FROM turns ORDER BY id")
+    db.execute("DROP TABLE turns")
+    db.execute("ALTER TABLE turns_scoped RENAME TO turns")
+    db.execute("CREATE INDEX turns_ts ON turns(namespace, scope, ts)")
+    db.execute("CREATE UNIQUE INDEX turns_place ON turns(namespace, session, turn_index)")
+
+
+
+def _m009_journal_order(db: sqlite3.Connection) -> None:
+    """The journal read newest first by id within a namespace, from an index.
+
+    ``events_kind`` (namespace, kind, ts) served every journal read, which then sorted
+    all of the namespace's events to return the newest 50 (0.1 s at 20,000 events); a
+    project's reader pages back through the journal (``tideline.journal``) and paid
+    that per page.
+    """
+    db.execute("CREATE INDEX IF NOT EXISTS events_recent ON events(namespace, id)")
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_core, _m002_cognition, _m003_sleep, _m004_turn_identity, _m005_one_vector,
-    _m006_lexical_namespace, _m007_vector_counts,
+    _m006_lexical_namespace, _m007_vector_counts, _m008_turn_scope_identity,
+    _m009_journal_order,
 ]
 #: The schema version this Tideline writes: one per migration.
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -510,17 +510,19 @@ class SQLiteStore(NamespaceRows):
 
     # -- turns ----------------------------------------------------------------------------
 
-    def existing_turn_keys(self, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], int]:
-        """The internal id of each (source, message id) pair that is already stored."""
-        out: dict[tuple[str, str], int] = {}
+    def existing_turn_keys(
+        self, keys: Sequence[tuple[str, str, str]],
+    ) -> dict[tuple[str, str, str], int]:
+        """The internal id of each (scope, source, message id) triple already stored."""
+        out: dict[tuple[str, str, str], int] = {}
         with self.db.read() as c:
-            for source, mid in keys:
+            for scope, source, mid in keys:
                 row = c.execute(
-                    "SELECT id FROM turns WHERE namespace = ? AND source = ? AND message_id = ?",
-                    (self.namespace, source, mid),
+                    "SELECT id FROM turns WHERE namespace = ? AND scope = ? AND source = ? "
+                    "AND message_id = ?", (self.namespace, scope, source, mid),
                 ).fetchone()
                 if row:
-                    out[(source, mid)] = int(row[0])
+                    out[(scope, source, mid)] = int(row[0])
         return out
 
     def _lock_session(self, c: sqlite3.Connection, session: str) -> None:
