@@ -60,7 +60,8 @@ def _commented(mod: ModuleType, attr: str) -> bool | None:
     """
     lines = inspect.getsource(mod).splitlines()
     for pos, line in enumerate(lines):
-        if re.match(rf"{re.escape(attr)}\s*(:[^=]*)?=|from \S+ import .*\b{re.escape(attr)}\b$",
+        if re.match(rf"{re.escape(attr)}\s*(:[^=]*)?=|{re.escape(attr)}\s*:[^=]+$"
+                    rf"|from \S+ import .*\b{re.escape(attr)}\b$",
                     line):
             if "#" in line or lines[pos + 1:pos + 2] and lines[pos + 1].startswith('"'):
                 return True

@@ -49,6 +49,8 @@ def _no_type_after_flags() -> None:
 
 
 _no_type_after_flags()
+
+#: ``tideline turns …``: the raw-conversation commands (``import``), a group on :data:`app`.
 turns_app = typer.Typer(help="Raw conversation turns (texture).", no_args_is_help=True)
 app.add_typer(turns_app, name="turns")
 

@@ -430,7 +430,6 @@ def _m007_vector_counts(db: Conn) -> None:
     del db
 
 
-# The append-only migrations, applied in order on open.
 def _m008_turn_scope_identity(db: Conn) -> None:
     """A turn is known by (namespace, scope, source, message id), as SQLite's schema 8.
 
@@ -457,6 +456,8 @@ def _m009_journal_order(db: Conn) -> None:
     """
     db.execute("CREATE INDEX IF NOT EXISTS events_recent ON events(namespace, id)")
 
+
+# The append-only migrations, applied in order on open.
 MIGRATIONS: list[Callable[[Conn], None]] = [
     _m001_core, _m002_cognition, _m003_sleep, _m004_turn_identity, _m005_one_vector,
     _m006_lexical_namespace, _m007_vector_counts, _m008_turn_scope_identity,
