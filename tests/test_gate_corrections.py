@@ -208,3 +208,45 @@ def test_number_words_are_values() -> None:
     assert compare("Der TTL ist fünf Minuten", "Der TTL ist 5 Minuten").verdict == "same"
     assert compare("缓存时间是5分钟", "缓存时间是五分钟").verdict == "same"
     assert compare("缓存时间是十二分钟", "缓存时间是十分钟").verdict == "correction"
+
+
+# -- recall: the newer statement first ------------------------------------------------
+
+
+def test_recall_ranks_the_correction_above_what_it_updates(e5_mem: Memory) -> None:
+    from tideline.render import packet_text
+
+    old = e5_mem.remember("Deniz reviews the atlas release", scope="g5")
+    new = e5_mem.remember("Lena reviews the atlas release", scope="g5")
+    packet = e5_mem.recall("who reviews the atlas release", scope="g5")
+    ids = [i.id for i in packet.items]
+    assert ids.index(new.id) < ids.index(old.id)  # on ed15f9c Deniz ranked first
+    first = packet.items[ids.index(new.id)]
+    second = packet.items[ids.index(old.id)]
+    assert (first.updates, first.updated_by) == ((old.id,), ())
+    assert (second.updates, second.updated_by) == ((), (new.id,))
+    assert first.to_dict()["updates"] == [old.id]
+    assert f"updates #{old.id}" in packet_text(packet)
+    assert f"updated by #{new.id}" in packet_text(packet)
+
+
+def test_newer_first_orders_by_event_time_then_record_time() -> None:
+    from tideline.models import Edge, RecallItem
+    from tideline.recall.updates import newer_first
+
+    def item(mid: int, event: str | None, recorded: str) -> RecallItem:
+        return RecallItem(type="memory", id=mid, text=str(mid), confidence=0.5,
+                          source="vector", scope="s", event_time=event, recorded_at=recorded)
+
+    a = item(1, None, "2026-01-01T00:00:00+00:00")
+    b = item(2, None, "2026-01-02T00:00:00+00:00")
+    c = item(3, None, "2026-01-03T00:00:00+00:00")
+    other = item(9, None, "2026-01-01T00:00:00+00:00")
+    edges = [Edge(2, 1, "updates", 1.0), Edge(3, 2, "updates", 1.0)]
+    assert [i.id for i in newer_first([a, other, b, c], edges)] == [3, 2, 1, 9]
+    # An edge of another kind moves nothing; a correction already above stays.
+    assert [i.id for i in newer_first([a, b], [Edge(2, 1, "related", 1.0)])] == [1, 2]
+    assert [i.id for i in newer_first([b, a], edges)] == [2, 1]
+    # The event time decides before the record time: a statement about a later event wins.
+    late_event = item(1, "2026-03-01T00:00:00+00:00", "2026-01-01T00:00:00+00:00")
+    assert [i.id for i in newer_first([late_event, b], edges)] == [1, 2]

@@ -241,6 +241,9 @@ class RecallItem:
         id: memory id, or for a turn the source's own message id.
         confidence: 0–1, calibrated so that the abstention floor maps near 0.35.
         source: how it was found first: ``lexical``, ``vector`` or ``graph``.
+        updates: memories this one updates (the gate took it for their correction:
+            the same statement with another value); it ranks above them.
+        updated_by: newer memories that update this one.
     """
 
     type: Literal["memory", "turn"]
@@ -266,16 +269,24 @@ class RecallItem:
     speaker: str | None = None
     role: str | None = None
     timestamp: str | None = None
+    updates: tuple[int, ...] = ()
+    updated_by: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form; turn-only fields are left out of memory items."""
+        """JSON-ready form; turn-only fields are left out of memory items, memory-only
+        ones out of turn items."""
         out = dataclasses.asdict(self)
         out["source_links"] = list(self.source_links)
         out["tags"] = list(self.tags)
+        out["updates"] = list(self.updates)
+        out["updated_by"] = list(self.updated_by)
         if self.type == "memory":
             for key in ("turn_id", "message_id", "session", "turn_index", "speaker", "role",
                         "timestamp"):
                 out.pop(key)
+        else:
+            out.pop("updates")
+            out.pop("updated_by")
         return out
 
 

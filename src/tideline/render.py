@@ -144,6 +144,8 @@ def item_line(item: RecallItem) -> str:
         return (f"[{item.confidence:.2f}] ({item.source}) turn {item.id} · {item.session} "
                 f"#{item.turn_index} · {item.speaker} · {when}: {text}")
     links = f" · links {list(item.source_links)}" if item.source_links else ""
+    links += "".join(f" · updates #{i}" for i in item.updates)
+    links += "".join(f" · updated by #{i}" for i in item.updated_by)
     return (f"[{item.confidence:.2f}] ({item.source}) #{item.id} {item.kind}@{item.scope}"
             f"{links}: {text}")
 

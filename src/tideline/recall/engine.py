@@ -37,6 +37,7 @@ from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
 from tideline.models import Edge, LexicalQuery, MemoryRecord, RecallItem, RecallPacket, Turn, iso
 from tideline.recall import across, answers, asking, focus, listener, morph, sentences, trust, when
+from tideline.recall import updates as corrections
 from tideline.recall.ahead import Later, later
 from tideline.recall.people import SpeakerDirectory, named_people
 from tideline.recall.routing import ClusterRouter
@@ -228,6 +229,7 @@ class RecallEngine:
         abstained = not trusted
         chosen = [] if (abstained and abstain) else ranked[:limit]
         items = tuple(self._item(c, memories, turns, now) for c in chosen)
+        items = corrections.apply(items, self.store)  # the newer statement of two first
         t2 = time.perf_counter()
         packet = RecallPacket(
             query=query, scope=scope, items=items, abstained=abstained,
