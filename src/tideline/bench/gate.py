@@ -17,8 +17,11 @@ or spaces), in five categories:
   nearest neighbour (by the embedder) among facts of other templates and projects: the
   hard negatives. The gate should write them as **new**, never link them.
 
-Every pair goes through the real write path (a fresh scope of one store each, the
-embedder named), and the decisions make a confusion matrix per category and language.
+Every pair is embedded by the embedder named and judged by the write path's gate
+(:func:`~tideline.write.path.judge`, given the pair's cosine); the decisions make a
+confusion matrix per category and language. A sample of the pairs (``--store-sample``)
+is also written through a real store, one scope per pair, and the report says how many
+of them the write path decided the same way.
 Beside it, the decisions of the gate as it was before the whole-text comparison (the
 cosine, then :func:`~tideline.write.path.new_details`) from the same cosines, and both
 gates' potentiation rate on the ``real`` bench's paraphrase pairs (``real.json``
@@ -211,7 +214,7 @@ def _restated(lang: str, text: str, template: str, slots: dict[str, str],
     return text[0].lower() + text[1:] + ("！" if lang == "zh" else "!")
 
 
-def generate(seed: int = 7, per_lang: int = 220) -> list[Pair]:
+def generate(seed: int = 7, per_lang: int = 200) -> list[Pair]:
     """The generated pairs (without ``unrelated``, which needs the embedder: see :func:`run`).
 
     Args:
@@ -244,7 +247,7 @@ def generate(seed: int = 7, per_lang: int = 220) -> list[Pair]:
                     a, b = _TAILS[lang][i % len(_TAILS[lang])]
                     sep = "" if lang == "zh" else " "
                     pre = sep.join(_PREAMBLE[lang].format(i=k, proj=slots["proj"])
-                                   for k in range(30))
+                                   for k in range(20))
                     first, then = pre + sep + a, pre + sep + b
                 out.append(Pair(lang, category, first, then))
     return out
@@ -324,14 +327,17 @@ def _paraphrases(embedder: Embedder) -> dict[str, Any]:
             "after_over_before": round(after / before, 4) if before else None}
 
 
-def run(embedder_name: str = "e5", seed: int = 7, per_lang: int = 220) -> dict[str, Any]:
-    """Generate the pairs, write each through the real gate, and count.
+def run(embedder_name: str = "e5", seed: int = 7, per_lang: int = 200,
+        store_sample: int = 30) -> dict[str, Any]:
+    """Generate the pairs, judge each with the gate, and count.
 
     Args:
         embedder_name: the embedder family (e5 by default).
         seed: the random seed of the generated pairs.
         per_lang: generated pairs per language for the four written categories, and
             a quarter of it more unrelated pairs.
+        store_sample: pairs also written through a real store, to check that the write
+            path decides as the gate function does (0: none).
 
     Returns:
         The report (see the module's docstring).
@@ -340,18 +346,26 @@ def run(embedder_name: str = "e5", seed: int = 7, per_lang: int = 220) -> dict[s
     embedder = make_embedder(embedder_name)
     pairs = generate(seed, per_lang) + _unrelated(embedder, seed, per_lang // 4)
     profile = embedder.profile
-    after: list[tuple[Pair, str]] = []
-    with tempfile.TemporaryDirectory(prefix="tideline-gate-") as tmp, \
-            Memory.open(Path(tmp) / "s", embedder=embedder, project="global") as mem:
-        for n, pair in enumerate(pairs):
-            scope = f"p{n}"
-            mem.remember(pair.first, scope=scope)
-            after.append((pair, mem.remember(pair.then, scope=scope).decision))
+    floor = min(profile.related, profile.abstain)
     first = embedder.embed_passages([p.first for p in pairs])
     then = embedder.embed_passages([p.then for p in pairs])
-    sims = np.sum(first * then, axis=1)
-    before = [(p, before_decision(p.then, p.first, float(s), profile))
+    sims = [float(s) for s in np.sum(first * then, axis=1)]
+    before = [(p, before_decision(p.then, p.first, s, profile))
               for p, s in zip(pairs, sims, strict=True)]
+    after = [(p, judge(p.then, p.first, s, profile.same, profile.related, floor)[0])
+             for p, s in zip(pairs, sims, strict=True)]
+    # The same decisions through the real write path (a store, one scope per pair), for
+    # a sample spread over the categories and languages: the gate above is the write
+    # path's, fed the same cosines, and this checks that it is.
+    step = max(1, len(pairs) // max(1, store_sample)) if store_sample else 0
+    sample = list(range(0, len(pairs), step))[:store_sample] if step else []
+    agree = 0
+    with tempfile.TemporaryDirectory(prefix="tideline-gate-") as tmp, \
+            Memory.open(Path(tmp) / "s", embedder=embedder, project="global") as mem:
+        for n in sample:
+            pair = pairs[n]
+            mem.remember(pair.first, scope=f"p{n}")
+            agree += mem.remember(pair.then, scope=f"p{n}").decision == after[n][1]
     mistakes = [{"category": p.category, "lang": p.lang, "decision": d,
                  "first": p.first[-120:], "then": p.then[-120:]}
                 for p, d in after
@@ -363,6 +377,7 @@ def run(embedder_name: str = "e5", seed: int = 7, per_lang: int = 220) -> dict[s
         "pairs_by_language": {lang: sum(p.lang == lang for p in pairs) for lang in LANGS},
         "after": _matrix(after), "before": _matrix(before),
         "real_paraphrases": _paraphrases(embedder),
+        "write_path_check": {"pairs": len(sample), "same_decision": agree},
         "mistakes": mistakes[:40],
         "seconds": round(time.perf_counter() - t0, 1),
     }
@@ -373,11 +388,13 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tideline.bench gate")
     parser.add_argument("--embedder", default="e5", help="e5 (default), hashing or http")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--per-lang", type=int, default=220,
+    parser.add_argument("--per-lang", type=int, default=200,
                         help="generated pairs per language (plus a quarter more unrelated)")
+    parser.add_argument("--store-sample", type=int, default=30,
+                        help="pairs also written through a real store (0: none)")
     args = parser.parse_args(argv)
-    print(json.dumps(run(args.embedder, args.seed, args.per_lang), ensure_ascii=False,
-                     indent=2))
+    print(json.dumps(run(args.embedder, args.seed, args.per_lang, args.store_sample),
+                     ensure_ascii=False, indent=2))
 
 
 if __name__ == "__main__":

@@ -81,7 +81,7 @@ _NEG_ZH_NOT = frozenset("""不过 不错 不仅 不但 不断 不同 不少 不�
 # Words a restatement may add or drop without saying anything new.
 _FILLERS = frozenset("""remember reminder note notes fyi again also always really actually
 basically indeed just still please keep mind recall
-erinnerung hinweis merke bitte nochmal nochmals übrigens immer wirklich eigentlich
+erinnerung hinweis merke merken bitte nochmal nochmals übrigens immer wirklich eigentlich
 提醒 注意 记住 请 再次 一下 还是 总是 其实 真的 再说""".split())
 
 _EN_NUMBERS = {
