@@ -107,13 +107,11 @@ def turn_line(turn: Any, chars: int = 0) -> str:
 
 def write_line(result: dict[str, Any]) -> str:
     """One line for a write-path outcome (a :class:`~tideline.models.WriteResult` dict)."""
-    near = (f" (nearest #{result['nearest']}, cos {result['similarity']:.3f})"
-            if result.get("nearest") else "")
     edge = result.get("edge")
-    if edge and edge.get("type") == "updates":
-        near += f"; updates #{edge['dst']}"
-    elif edge:
-        near += f"; {edge['type']} to #{edge['dst']}"
+    said = ("" if not edge else f"; updates #{edge['dst']}" if edge.get("type") == "updates"
+            else f"; {edge['type']} to #{edge['dst']}")
+    near = (f" (nearest #{result['nearest']}, cos {result['similarity']:.3f}{said})"
+            if result.get("nearest") else "")
     replay = " [replayed: already stored]" if result.get("replayed") else ""
     pending = (" [vector pending: embedder unavailable, found by full text meanwhile]"
                if result.get("vector_pending") else "")

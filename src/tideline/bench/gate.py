@@ -50,11 +50,13 @@ from tideline.embed.base import ThresholdProfile
 from tideline.memory import Memory
 from tideline.write.path import gate_decision, judge, new_details
 
-__all__ = ["CATEGORIES", "Pair", "before_decision", "generate", "main", "run"]
+__all__ = ["CATEGORIES", "LANGS", "Pair", "before_decision", "generate", "main", "run"]
 
 CATEGORIES = ("restatement", "slot", "negation", "tail", "unrelated")
+"""The pair categories (see the module's docstring)."""
 DECISIONS = ("potentiate", "correct", "link", "new")
 LANGS = ("en", "de", "zh")
+"""The languages pairs are generated in."""
 
 
 @dataclass(frozen=True)
