@@ -47,14 +47,16 @@ from typing import Any, Literal
 
 from tideline import text as lexical
 
-__all__ = ["ALIGNED", "LINK_OVERLAP", "LINK_SHARED", "SLOT_WORDS", "Contrast", "Verdict",
-           "compare", "linkable", "overlap"]
+__all__ = ["ALIGNED", "LINK_OVERLAP", "LINK_SHARED", "MAX_ALIGN", "SLOT_WORDS", "Contrast",
+           "Verdict", "compare", "linkable", "overlap"]
 
 Verdict = Literal["same", "correction", "conflict", "detail"]
 
 ALIGNED = 0.6
 """Share of the longer text's content words that must align, in order, for two texts to be
 one sentence edited (a correction) rather than two wordings."""
+MAX_ALIGN = 1_000
+"""Most content words (both texts' differing middles together) aligned word by word."""
 SLOT_WORDS = 3
 """Most content words a correction replaces on either side (and at most a third of the
 text): "disk full" → "an expired certificate"; a longer stretch is another statement."""
@@ -187,8 +189,10 @@ def _tokens(text: str) -> list[_Token]:
     cleaned = lexical.clean_words(text)
     out: list[_Token] = []
     for match in _TOKEN.finditer(cleaned):
-        before = cleaned[: match.start()].rstrip()
-        initial = not before or before[-1] in _SENTENCE_END
+        i = match.start() - 1
+        while i >= 0 and cleaned[i] in " \t\r\f\v":
+            i -= 1
+        initial = i < 0 or cleaned[i] in _SENTENCE_END
         word = match.group()
         if not lexical.has_cjk(word):
             out.append(_Token(word, word.casefold(), initial, cjk=False))
@@ -325,6 +329,47 @@ def _slots(a: _Reading, b: _Reading) -> list[str]:
     return out
 
 
+def _align(old: tuple[str, ...],
+           new: tuple[str, ...]) -> tuple[float, list[str], list[str], int]:
+    """Align two content sequences: the share of the longer one aligned in order, the
+    words really removed and added (not moved), and how many stretches differ.
+
+    The common head and tail are cut off first (two long texts that differ at the end
+    cost a comparison of their ends); a middle longer than :data:`MAX_ALIGN` words on
+    both sides is not aligned (``SequenceMatcher`` is quadratic there) but counted as
+    two wordings: what differs is found by counts, and only the head and tail align.
+    """
+    longest = max(len(old), len(new), 1)
+    head = 0
+    while head < min(len(old), len(new)) and old[head] == new[head]:
+        head += 1
+    tail = 0
+    while tail < min(len(old), len(new)) - head and old[-1 - tail] == new[-1 - tail]:
+        tail += 1
+    mid_old, mid_new = old[head:len(old) - tail], new[head:len(new) - tail]
+    # A word is moved, not replaced, when the other text holds it as often (counts: a
+    # number changed in a text that holds the old value elsewhere too is still a change).
+    in_new, in_old = Counter(new), Counter(old)
+    removed: list[str] = []
+    added: list[str] = []
+    if len(mid_old) + len(mid_new) > MAX_ALIGN:
+        removed = list(dict.fromkeys(w for w in mid_old if in_old[w] > in_new[w]))
+        added = list(dict.fromkeys(w for w in mid_new if in_new[w] > in_old[w]))
+        return (head + tail) / longest, removed, added, 2
+    matcher = difflib.SequenceMatcher(None, mid_old, mid_new, autojunk=False)
+    aligned = head + tail + sum(m.size for m in matcher.get_matching_blocks())
+    regions = 0  # stretches where a word was really replaced, added or dropped (not moved)
+    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+        if op == "equal":
+            continue
+        gone = [w for w in mid_old[i1:i2] if in_old[w] > in_new[w]]
+        came = [w for w in mid_new[j1:j2] if in_new[w] > in_old[w]]
+        regions += bool(gone or came)
+        removed += [w for w in gone if w not in removed]
+        added += [w for w in came if w not in added]
+    return aligned / longest, removed, added, regions
+
+
 def compare(new: str, old: str) -> Contrast:
     """Tell how ``new`` differs from the stored ``old`` (see the module's docstring).
 
@@ -337,22 +382,7 @@ def compare(new: str, old: str) -> Contrast:
     """
     a, b = _readings(new, old)
     added_slots, removed_slots = _slots(a, b), _slots(b, a)
-    matcher = difflib.SequenceMatcher(None, b.seq, a.seq, autojunk=False)
-    aligned = sum(m.size for m in matcher.get_matching_blocks()) / max(len(a.seq), len(b.seq), 1)
-    # A word is moved, not replaced, when the other text holds it as often (counts: a
-    # number changed in a text that holds the old value elsewhere too is still a change).
-    in_new, in_old = Counter(a.seq), Counter(b.seq)
-    removed: list[str] = []
-    added: list[str] = []
-    regions = 0  # stretches where a word was really replaced, added or dropped (not moved)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
-        if op == "equal":
-            continue
-        gone = [w for w in b.seq[i1:i2] if in_old[w] > in_new[w]]
-        came = [w for w in a.seq[j1:j2] if in_new[w] > in_old[w]]
-        regions += bool(gone or came)
-        removed += [w for w in gone if w not in removed]
-        added += [w for w in came if w not in added]
+    aligned, removed, added, regions = _align(b.seq, a.seq)
     old_side = tuple(dict.fromkeys([*removed_slots, *removed]))
     new_side = tuple(dict.fromkeys([*added_slots, *added]))
     polarity = a.negations != b.negations
