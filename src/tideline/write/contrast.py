@@ -84,7 +84,7 @@ _NEG_ZH_NOT = frozenset("""不过 不错 不仅 不但 不断 不同 不少 不�
 _FILLERS = frozenset("""remember reminder note notes fyi again also always really actually
 basically indeed just still please keep mind recall
 erinnerung hinweis merke merken bitte nochmal nochmals übrigens immer wirklich eigentlich
-提醒 注意 记住 请 再次 一下 还是 总是 其实 真的 再说""".split())
+提醒 注意 记住 请 再次 一下 还是 总是 其实 真的 再说 每个 每天 这个""".split())
 
 _EN_NUMBERS = {
     "zero": 0, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -118,6 +118,7 @@ _TOKEN = re.compile(r"\w(?:\w|['’](?=\w)|[.\-:/@#+_](?=\w)|(?<=\d),(?=\d))*\+*
 # An identifier holds a digit or inner punctuation other than a hyphen (v1.2, a_b, x/y).
 _IDENTIFIER = re.compile(r"\d|.[_./:@#+]")
 _INNER_CAPITAL = re.compile(r"[a-z][A-Z]")  # pgBackRest, iOS
+_JOINERS = ".-:/@#+_,'’"  # inner punctuation left at the edge of a part beside CJK
 _SENTENCE_END = frozenset(".!?。！？:;\n")
 _GERMAN_HINTS = frozenset("""der die das den dem des ein eine einen ist sind war und oder nicht
 mit für auf von zu ich du er sie wir ihr hat haben wird werden bei nach seit ohne""".split())
@@ -199,14 +200,15 @@ def _tokens(text: str) -> list[_Token]:
             continue
         pos = 0
         for seg in lexical.CJK_SEGMENT.finditer(word):
-            rest = word[pos : seg.start()]
+            rest = word[pos : seg.start()].strip(_JOINERS)  # "注意：meadow" → meadow
             if rest:
                 out.append(_Token(rest, rest.casefold(), initial and pos == 0, cjk=False))
             parts = lexical.cut(seg.group()) if seg.group("han") else [seg.group()]
             out.extend(_Token(p, p, False, cjk=True) for p in parts)
             pos = seg.end()
-        if word[pos:]:
-            out.append(_Token(word[pos:], word[pos:].casefold(), False, cjk=False))
+        rest = word[pos:].strip(_JOINERS)
+        if rest:
+            out.append(_Token(rest, rest.casefold(), False, cjk=False))
     return out
 
 
