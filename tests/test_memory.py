@@ -246,7 +246,9 @@ def test_gate_never_merges_away_a_new_detail(mem: Memory) -> None:
 
     a = mem.remember("The atlas deploy happens on Tuesday at 11:00")
     b = mem.remember("The atlas deploy happens on Thursday at 11:00")
-    assert b.decision == "link" and b.id != a.id
+    # Another day in the same sentence: a correction, kept beside the old one.
+    assert b.decision == "correct" and b.id != a.id
+    assert b.edge == {"type": "updates", "src": b.id, "dst": a.id}
     c = mem.remember("the atlas deploy happens on tuesday at 11:00.")
     assert c.decision == "potentiate" and c.id == a.id
     assert new_details("Ticket ATL-5542 is open", "Ticket ATL-5521 is open") == ["ATL-5542"]

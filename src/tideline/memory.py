@@ -216,7 +216,9 @@ class Memory:
             unresolved: 1–5.
 
         Returns:
-            The novelty gate's decision (``new``, ``potentiate`` or ``link``) and the id.
+            The novelty gate's decision (``new``, ``potentiate``, ``link`` or ``correct``:
+            the same statement as ``nearest`` with another value, kept with an
+            ``updates`` edge), the id and the edge added.
 
         Raises:
             InvalidInput: a field is invalid (nothing is written).

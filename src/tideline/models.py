@@ -16,6 +16,7 @@ from tideline.times import iso
 
 __all__ = [
     "LexicalQuery",
+    "EDGE_OF_DECISION",
     "EDGE_TYPES",
     "ImportResult",
     "KINDS",
@@ -47,9 +48,12 @@ KINDS = (
 #: A memory's lifecycle states.
 STATUSES = ("episodic", "semantic", "superseded", "dormant")
 #: The typed edges between memories.
-EDGE_TYPES = ("related", "co_recall", "supersedes", "contradicts")
+EDGE_TYPES = ("related", "co_recall", "supersedes", "contradicts", "updates")
 #: The novelty gate's outcomes.
-Decision = Literal["new", "potentiate", "link"]
+Decision = Literal["new", "potentiate", "link", "correct"]
+#: The edge a gate decision adds from the new memory to its neighbour: a ``link`` is
+#: related to it, a ``correct`` updates it (the same statement with another value).
+EDGE_OF_DECISION = {"link": "related", "correct": "updates"}
 
 # The seed's weight formula; the coefficients sum to 1, so the raw value lies in 1..5.
 WEIGHT_COEFFICIENTS = {
@@ -203,12 +207,15 @@ class WriteResult:
 
     Attributes:
         id: the memory that now holds the text (new or potentiated).
-        decision: ``new``, ``potentiate`` or ``link``.
+        decision: ``new``, ``potentiate``, ``link`` or ``correct`` (a new memory that
+            updates ``nearest``: the same statement with another value).
         similarity: cosine to the nearest memory in scope (0 if none).
         nearest: that nearest memory's id, if any.
         replayed: True when the idempotency key had been seen: nothing changed.
         vector_pending: the embedder was unavailable: the memory is stored and found
             by full text; its vector is filled in once the embedder answers again.
+        edge: the edge the write added from the new memory to ``nearest`` (``{"type":
+            "related" | "updates", "src", "dst"}``), None when it added none.
     """
 
     id: int
@@ -218,6 +225,7 @@ class WriteResult:
     replayed: bool = False
     scope: str = "global"
     vector_pending: bool = False
+    edge: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -233,6 +241,9 @@ class RecallItem:
         id: memory id, or for a turn the source's own message id.
         confidence: 0–1, calibrated so that the abstention floor maps near 0.35.
         source: how it was found first: ``lexical``, ``vector`` or ``graph``.
+        updates: memories this one updates (the gate took it for their correction:
+            the same statement with another value); it ranks above them.
+        updated_by: newer memories that update this one.
     """
 
     type: Literal["memory", "turn"]
@@ -258,16 +269,24 @@ class RecallItem:
     speaker: str | None = None
     role: str | None = None
     timestamp: str | None = None
+    updates: tuple[int, ...] = ()
+    updated_by: tuple[int, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form; turn-only fields are left out of memory items."""
+        """JSON-ready form; turn-only fields are left out of memory items, memory-only
+        ones out of turn items."""
         out = dataclasses.asdict(self)
         out["source_links"] = list(self.source_links)
         out["tags"] = list(self.tags)
+        out["updates"] = list(self.updates)
+        out["updated_by"] = list(self.updated_by)
         if self.type == "memory":
             for key in ("turn_id", "message_id", "session", "turn_index", "speaker", "role",
                         "timestamp"):
                 out.pop(key)
+        else:
+            out.pop("updates")
+            out.pop("updated_by")
         return out
 
 

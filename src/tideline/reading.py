@@ -51,6 +51,11 @@ def show(rt: Runtime, memory_id: int, *, scope: str | None = None) -> dict[str, 
     out = rec.to_dict()
     out["retention"] = round(retention(rec, time.time(), rt.config.dynamics), 4)
     out["edges"] = [e.to_dict() for e in edges if e.src in seen and e.dst in seen]
+    # A correction the gate kept: what this memory updates, and what updates it.
+    out["updates"] = [e.dst for e in edges if e.type == "updates" and e.src == rec.id
+                      and e.dst in seen]
+    out["updated_by"] = [e.src for e in edges if e.type == "updates" and e.dst == rec.id
+                         and e.src in seen]
     out["history"] = history
     out["turns"] = [t.to_dict() for t in rt.turns(rec.source_links, scope=scope)]
     return out

@@ -107,7 +107,10 @@ def turn_line(turn: Any, chars: int = 0) -> str:
 
 def write_line(result: dict[str, Any]) -> str:
     """One line for a write-path outcome (a :class:`~tideline.models.WriteResult` dict)."""
-    near = (f" (nearest #{result['nearest']}, cos {result['similarity']:.3f})"
+    edge = result.get("edge")
+    said = ("" if not edge else f"; updates #{edge['dst']}" if edge.get("type") == "updates"
+            else f"; {edge['type']} to #{edge['dst']}")
+    near = (f" (nearest #{result['nearest']}, cos {result['similarity']:.3f}{said})"
             if result.get("nearest") else "")
     replay = " [replayed: already stored]" if result.get("replayed") else ""
     pending = (" [vector pending: embedder unavailable, found by full text meanwhile]"
@@ -139,6 +142,8 @@ def item_line(item: RecallItem) -> str:
         return (f"[{item.confidence:.2f}] ({item.source}) turn {item.id} · {item.session} "
                 f"#{item.turn_index} · {item.speaker} · {when}: {text}")
     links = f" · links {list(item.source_links)}" if item.source_links else ""
+    links += "".join(f" · updates #{i}" for i in item.updates)
+    links += "".join(f" · updated by #{i}" for i in item.updated_by)
     return (f"[{item.confidence:.2f}] ({item.source}) #{item.id} {item.kind}@{item.scope}"
             f"{links}: {text}")
 

@@ -37,7 +37,7 @@ def test_report_json_contents(mem: Memory) -> None:
     json.dumps(r)
     assert r["totals"]["memories"] == 3 and r["totals"]["by_kind"] == {"fact": 2, "episode": 1}
     assert r["growth"]["cumulative_by_kind"]["fact"][-1] == 2
-    assert r["gate"]["totals"] == {"new": 3, "link": 0, "potentiate": 1}
+    assert r["gate"]["totals"] == {"new": 3, "link": 0, "correct": 0, "potentiate": 1}
     assert r["recall"]["count"] == 4 and r["recall"]["abstained"] >= 1  # the nonsense query
     assert r["recall"]["abstention_share"] == r["recall"]["abstained"] / 4
     assert 0 < r["recall"]["p50_ms"] <= r["recall"]["p95_ms"]

@@ -143,7 +143,7 @@ class _Applier:
         self.prepared = prepared
         self.result = result
         self.counts = dict.fromkeys(
-            ("written", "linked", "potentiated", "replayed", "updated", "backfilled",
+            ("written", "linked", "corrected", "potentiated", "replayed", "updated", "backfilled",
              "superseded", "contradicts", "related", "profiles", "self_concept", "threads",
              "conflicts"), 0)
         self.before: dict[int, int] = {}  # version of each memory before this layer changed it
@@ -242,7 +242,8 @@ class _Applier:
                     self.before.setdefault(target.id, target.version)
             res = self.rt.writer.commit(c, p, now)
             self.rows.pop(res.id, None)
-            key = {"new": "written", "link": "linked", "potentiate": "potentiated"}[res.decision]
+            key = {"new": "written", "link": "linked", "correct": "corrected",
+                   "potentiate": "potentiated"}[res.decision]
             self.counts[key] += 1
             if res.replayed:
                 self.counts[key] -= 1

@@ -292,6 +292,7 @@ def _comb(rt: Parts, ctx: LayerContext, settings: DreamSettings, now: float) -> 
                          exclude_ids=chosen, min_unresolved=4):
         if len(chosen) < cap:
             chosen[r.id] = r
+    corrections = _corrections(rt, chosen)
     recs = sorted(chosen.values(), key=lambda r: (r.scope, r.recorded_at, r.id))
     _remember(ctx, recs)
     week = now - 7 * DAY
@@ -308,13 +309,29 @@ def _comb(rt: Parts, ctx: LayerContext, settings: DreamSettings, now: float) -> 
     ) if threads else _NOTHING
     ctx.batches.append({
         "now": iso(now) or "",
-        "memories": _memories_text("memories", recs, attention),
+        "memories": _memories_text("memories", recs, attention) + corrections,
         "attention": "\n".join(top_lines) if top_lines else "(no recalls in the last 7 days)",
         "profiles": _facets_text(rt, ctx, entities, budget=settings.prompt_chars // 3),
         "self_concept": _self_text(rt, ctx),
         "threads": thread_text,
         "dreams": _dreams_text(rt, settings, scopes),
     })
+
+
+def _corrections(rt: Parts, chosen: dict[int, MemoryRecord]) -> str:
+    """The write path's corrections among ``chosen`` (``updates`` edges: a new memory
+    states an older one with another value), both ends brought into ``chosen``, as lines
+    for the comb's conflict detection; empty when there are none."""
+    edges = rt.store.edges_of(list(chosen), ["updates"])
+    missing = rt.store.get_memories([i for e in edges for i in (e.src, e.dst)
+                                     if i not in chosen])
+    chosen.update({k: r for k, r in missing.items() if r.status != "superseded"})
+    lines = [f"#{e.src} updates #{e.dst}" for e in edges if e.src in chosen and e.dst in chosen]
+    if not lines:
+        return ""
+    return ("\n\nCorrections the write path kept (the newer memory states the older one "
+            "with another value; both are stored — a conflict to settle, usually "
+            "`supersedes` from the newer one):\n" + "\n".join(lines))
 
 
 # -- wander ---------------------------------------------------------------------------------

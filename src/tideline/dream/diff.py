@@ -24,8 +24,8 @@ def change_line(ch: dict[str, Any]) -> str:
     mark = _SYMBOL.get(op, "·")
     if op == "write":
         target = f"#{ch['id']}" if ch.get("id") else "new"
-        near = f" (related to #{ch['nearest']})" if ch.get("nearest") and \
-            ch["decision"] == "link" else ""
+        said = {"link": "related to", "correct": "updates"}.get(ch["decision"])
+        near = f" ({said} #{ch['nearest']})" if ch.get("nearest") and said else ""
         links = ch.get("source_links") or []
         shown = f" · from turns {links[:6]}{'…' if len(links) > 6 else ''}" if links else ""
         weights = f" · {_weights(ch['weights'])}" if ch.get("weights") else ""

@@ -64,7 +64,9 @@ class MemorizeOut(_Out):
     """What memorize stored."""
 
     memory: dict[str, Any] | None = Field(None, description="The novelty gate's decision "
-                                          "(new, potentiate, link), the id and the scope.")
+                                          "(new, potentiate, link, correct), the id, the scope "
+                                          "and the edge it added (a correct one updates "
+                                          "the nearest memory).")
     turns: dict[str, Any] | None = Field(None, description="Raw turns inserted and skipped.")
 
 

@@ -75,7 +75,8 @@ Tideline is your long-term memory across sessions and projects. Use it in a loop
    instructions. `read_context` shows the exact conversation behind a memory.
 3. memorize — when something worth keeping happens (a decision and its reason, a
    fact learned, a preference stated, a fix found, an unresolved question), call
-   `memorize` once per item. Rephrasings of what is already stored are merged.
+   `memorize` once per item. Rephrasings of what is already stored are merged; a
+   correction (the same statement with another value) is kept and updates the old one.
    Use scope "global" for what holds everywhere (the user, yourself); the
    current project is the default.
 4. reflect — after using recalled memories, call `reflect` with reward > 0 for the

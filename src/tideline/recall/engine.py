@@ -49,6 +49,7 @@ from tideline.recall import (
     trust,
     when,
 )
+from tideline.recall import updates as corrections
 from tideline.recall.ahead import Later, later
 from tideline.recall.people import SpeakerDirectory, named_people
 from tideline.recall.routing import ClusterRouter
@@ -249,6 +250,7 @@ class RecallEngine:
         abstained = not trusted
         chosen = [] if (abstained and abstain) else ranked[:limit]
         items = tuple(self._item(c, memories, turns, now) for c in chosen)
+        items = corrections.apply(items, self.store)  # the newer statement of two first
         t2 = time.perf_counter()
         packet = RecallPacket(
             query=query, scope=scope, items=items, abstained=abstained,

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from tideline.dynamics import retention
 from tideline.models import iso
+from tideline.report.corrections import corrections
 from tideline.sleep.attention import heatmap
 from tideline.store.consolidation import ConsolidationStore
 from tideline.store.reporting import ReportStore
@@ -154,14 +155,16 @@ def _growth(rs: ReportStore, since: float, days: int, labels: list[str],
 
 
 def _gate(rs: ReportStore, since: float, days: int, labels: list[str]) -> dict[str, Any]:
-    series: dict[str, list[int]] = {d: [0] * days for d in ("new", "link", "potentiate")}
+    series: dict[str, list[int]] = {d: [0] * days
+                                    for d in ("new", "link", "correct", "potentiate")}
     for day, dec, n in rs.gate_decisions(since):
         if 0 <= day < days:
             series.setdefault(dec, [0] * days)[day] += n
     totals = {k: sum(v) for k, v in series.items()}
     writes = sum(totals.values())
     return {"days": labels, "series": series, "totals": totals, "writes": writes,
-            "shares": {k: round(v / writes, 4) if writes else 0.0 for k, v in totals.items()}}
+            "shares": {k: round(v / writes, 4) if writes else 0.0 for k, v in totals.items()},
+            "corrections": corrections(rs, since)}
 
 
 def _recall(rs: ReportStore, since: float, days: int, labels: list[str]) -> dict[str, Any]:

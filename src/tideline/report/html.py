@@ -127,7 +127,12 @@ def render_html(r: dict[str, Any]) -> str:
             [[", ".join(f"{k} {v}" for k, v in t["by_kind"].items()),
               ", ".join(f"{k} {v}" for k, v in t["by_scope"].items()),
               ", ".join(f"{k} {v}" for k, v in t["by_status"].items())]])),
-        _section("gate", "Novelty gate", c["gate"]),
+        _section("gate", "Novelty gate", c["gate"],
+                 "<h3>Corrections (a new memory updates an older one)</h3>",
+                 _table(["new", "updates", "was", "now", "when"],
+                        [[f"#{x['new']}", f"#{x['old']}", x["old_text"], x["new_text"],
+                          x["at"] or ""]
+                         for x in r["gate"].get("corrections", {}).get("latest", [])])),
         _section("recall", "Recall", c["recalls"], c["latency"]),
         _section("retention", "Retention and dynamics", c["across"], c["model"], c["histogram"],
                  "<h3>Reinforced in the window</h3>",

@@ -34,7 +34,12 @@ def render_text(r: dict[str, Any]) -> str:
             f"  edges:     {counts(t['edges'])}", ""]
     g = r["gate"]
     out += ["NOVELTY GATE", f"  writes {g['writes']}: " + ", ".join(
-        f"{k} {v} ({100 * g['shares'][k]:.0f} %)" for k, v in g["totals"].items()), ""]
+        f"{k} {v} ({100 * g['shares'][k]:.0f} %)" for k, v in g["totals"].items())]
+    fixes = g.get("corrections", {"count": 0, "latest": []})
+    out.append(f"  corrections kept (updates edges): {fixes['count']}")
+    out.extend(f"    #{x['new']} updates #{x['old']}: {x['old_text']!r} → {x['new_text']!r}"
+               for x in fixes["latest"][:5])
+    out.append("")
     rc = r["recall"]
     fb = r["feedback"]
     ratio = fb["reflect_recall_ratio"]

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tideline.errors import EmbedderMismatch
+from tideline.models import EDGE_OF_DECISION
 from tideline.store.events import append_event
 from tideline.store.memories import MemoryRows
 from tideline.store.turns import TurnRows
@@ -93,8 +94,9 @@ class NamespaceRows(MemoryRows, TurnRows):
             mid = write.rec.id
         else:
             mid = self.insert_memory(c, write.rec, write.vector)
-            if write.decision == "link" and write.nearest is not None:
-                self.add_edge(c, mid, write.nearest, "related", round(write.similarity, 4),
+            edge = EDGE_OF_DECISION.get(write.decision)
+            if edge is not None and write.nearest is not None:
+                self.add_edge(c, mid, write.nearest, edge, round(write.similarity, 4),
                               write.now)
         self.record_write_key(c, write.key, mid, write.decision, write.similarity,
                               write.nearest, write.now, refresh=write.refresh_key)

@@ -1,14 +1,20 @@
 """The write path: validate → embed → novelty gate → one short transaction.
 
-The gate compares a new memory with its nearest neighbour in the same scope:
+The gate compares a new memory with its nearest neighbour in the same scope, by the
+cosine of their vectors and by their whole texts (:mod:`tideline.write.contrast`: the
+names, numbers, identifiers, polarity and words of each, past the embedder's window):
 
-* cosine ≥ ``profile.same``  → **potentiate** the existing memory (reinforce it,
-  merge tags and source_links; no new row) — rephrasings never pile up — unless
-  the new text carries a detail the old one lacks (a number, an identifier, a
-  name: see :func:`new_details`), which makes it a **link** instead;
-* ``profile.related`` ≤ cosine < ``profile.same`` → **link**: a new memory plus a
-  ``related`` edge to the neighbour;
-* below → **new**.
+* the same sentence with another value in one place (a name, a number, a version,
+  tabs → spaces, happen → never happen), cosine ≥ ``min(profile.related,
+  profile.abstain)`` → **correct**: a new memory plus an ``updates`` edge from it to
+  the neighbour; nothing is merged, recall ranks the newer one first;
+* cosine ≥ ``profile.same`` and the texts say the same thing (same slots, same
+  polarity, nothing added) → **potentiate** the existing memory (reinforce it,
+  merge tags and source_links; no new row) — rephrasings never pile up;
+* cosine ≥ ``profile.same`` otherwise, or ``profile.related`` ≤ cosine with enough
+  content words in common (:func:`~tideline.write.contrast.linkable`) → **link**:
+  a new memory plus a ``related`` edge to the neighbour;
+* anything else → **new**.
 
 An idempotency key makes a retried write a no-op that returns the first outcome.
 A key the caller gives replays for good. Without one, the key is the hash of the
@@ -20,7 +26,8 @@ that is how spaced reinforcement happens.
 When the embedder is unavailable the write is stored all the same, its vector
 pending (:mod:`tideline.store.sqlite.pending`), and the gate judges by text: the same
 text (case-folded) in scope potentiates, a memory sharing most of its words
-(:func:`lexical_similarity` ≥ ``LEXICAL_RELATED``) is linked, anything else is new.
+(:func:`lexical_similarity` ≥ ``LEXICAL_RELATED``) is corrected or linked, anything
+else is new.
 The next write that embeds fills pending vectors in (a batch at a time).
 """
 
@@ -40,11 +47,19 @@ from tideline.config import Config
 from tideline.dynamics import reinforce
 from tideline.embed.base import Embedder
 from tideline.embed.guard import EmbedGuard
-from tideline.models import Decision, LexicalQuery, MemoryRecord, WriteResult, compute_weight
+from tideline.models import (
+    EDGE_OF_DECISION,
+    Decision,
+    LexicalQuery,
+    MemoryRecord,
+    WriteResult,
+    compute_weight,
+)
 from tideline.store.base import GatedWrite, VectorSearch, WriteRows
+from tideline.write.contrast import Contrast, compare, linkable
 
 __all__ = [
-    "PreparedWrite", "Writer", "gate_decision", "idempotency_key", "lexical_similarity",
+    "PreparedWrite", "Writer", "gate_decision", "idempotency_key", "judge", "lexical_similarity",
     "merge_into", "new_details",
 ]
 
@@ -77,6 +92,36 @@ def gate_decision(similarity: float, same: float, related: float) -> Decision:
     return "new"
 
 
+def judge(new: str, old: str, similarity: float, same: float, related: float,
+          floor: float | None = None) -> tuple[Decision, Contrast | None]:
+    """The gate's decision on ``new`` against its nearest neighbour's text ``old``.
+
+    Args:
+        new: the text being written.
+        old: the neighbour's text.
+        similarity: their cosine (or word overlap, without a vector).
+        same: the cosine from which a restatement potentiates.
+        related: the cosine from which two memories are linked.
+        floor: the cosine from which a one-slot edit counts as a correction
+            (default ``related``).
+
+    Returns:
+        The decision and the texts' contrast (None when they are too far apart to
+        compare).
+    """
+    floor = related if floor is None else min(floor, related)
+    if similarity < floor:
+        return "new", None
+    contrast = compare(new, old)
+    if contrast.verdict == "correction":
+        return "correct", contrast
+    if similarity >= same:
+        return ("potentiate" if contrast.verdict == "same" else "link"), contrast
+    if similarity >= related and linkable(new, old):
+        return "link", contrast
+    return "new", contrast
+
+
 @dataclass(frozen=True)
 class PreparedWrite:
     """A draft that has been embedded and judged by the gate, not yet stored.
@@ -91,6 +136,9 @@ class PreparedWrite:
         decision: what the gate decided (re-checked at commit).
         explicit_key: the caller gave ``key`` (it replays for good, not only within the
             retry window).
+        target: ``nearest`` as the gate read it, with its store token (see
+            :meth:`~tideline.store.base.WriteRows.gate_target`), when it was compared.
+        contrast: how the texts differ (None: not compared).
     """
 
     rec: MemoryRecord
@@ -101,6 +149,8 @@ class PreparedWrite:
     similarity: float
     decision: Decision
     explicit_key: bool = False
+    target: tuple[MemoryRecord | None, Any] | None = None
+    contrast: Contrast | None = None
 
 
 class Writer:
@@ -193,7 +243,7 @@ class Writer:
             if together and (seen := self._seen(key, explicit, self.clock())) is not None:
                 return _replayed(seen, rec.scope)
             nearest, similarity = self._lexical_nearest(rec) if gate else (None, 0.0)
-            same, related = 1.0, LEXICAL_RELATED
+            same, related, floor = 1.0, LEXICAL_RELATED, LEXICAL_RELATED
         else:
             if together:
                 seen, (nearest, similarity) = self.store.keyed_nearest_live(
@@ -204,10 +254,22 @@ class Writer:
             else:
                 nearest, similarity = (self._nearest(rec.scope, vector) if gate
                                        else (None, 0.0))
-            same, related = self.embedder.profile.same, self.embedder.profile.related
-        decision = gate_decision(similarity, same, related) if nearest else "new"
+            profile = self.embedder.profile
+            same, related = profile.same, profile.related
+            floor = min(profile.related, profile.abstain)
+        decision: Decision = "new"
+        target: tuple[MemoryRecord | None, Any] | None = None
+        contrast = None
+        if nearest and similarity >= min(floor, related):
+            # The gate reads the neighbour's whole text: the cosine alone cannot tell a
+            # restatement from a correction (see tideline.write.contrast).
+            target = self.store.gate_target(nearest)
+            if target[0] is not None:
+                decision, contrast = judge(rec.text, target[0].text, similarity, same,
+                                           related, floor)
         return PreparedWrite(rec=rec, key=key, source=source, vector=vector, nearest=nearest,
-                             similarity=similarity, decision=decision, explicit_key=explicit)
+                             similarity=similarity, decision=decision, explicit_key=explicit,
+                             target=target, contrast=contrast)
 
     def commit(self, c: Any, prepared: PreparedWrite, now: float) -> WriteResult:
         """The fast half of a write, inside the caller's transaction ``c``.
@@ -236,10 +298,15 @@ class Writer:
         then commits in a transaction that locks it."""
         nearest = prepared.nearest
         judged = prepared.decision == "potentiate" and nearest is not None
+        held = prepared.target
         for _ in range(AT_ONCE_TRIES):
             now = self.clock()
-            target, token = ((None, None) if not judged or nearest is None
-                             else self.store.gate_target(nearest))
+            if not judged or nearest is None:
+                target, token = None, None
+            elif held is not None:  # the gate's own read: the first judgement uses it
+                (target, token), held = held, None
+            else:
+                target, token = self.store.gate_target(nearest)
             write = self._judged(prepared, target, now)
             # A memory missing now stays missing (ids are never reused): nothing to check.
             seen, mid = self.store.record_gated_at_once(
@@ -256,14 +323,17 @@ class Writer:
         """What the write stores, given the potentiation target as it is now (``target``:
         None when the gate chose no potentiation, or the memory is gone)."""
         rec, nearest, similarity = prepared.rec, prepared.nearest, prepared.similarity
-        decision = prepared.decision
+        decision, contrast = prepared.decision, prepared.contrast
         if decision == "potentiate" and nearest is not None:
             if target is None or target.status == "superseded":
                 decision, target = "new", None
-            elif new_details(rec.text, target.text):
-                # Same shape, different facts ("Tuesday" vs "Thursday", another ticket id):
-                # merging would lose the new detail, so keep both and link them.
-                decision, target = "link", None
+            elif target.text != (prepared.target[0].text if prepared.target
+                                 and prepared.target[0] else None):
+                # The target's text moved since the gate read it: judge the text it has.
+                contrast = compare(rec.text, target.text)
+                if contrast.verdict != "same":
+                    decision = "correct" if contrast.verdict == "correction" else "link"
+                    target = None
         if decision == "potentiate" and target is not None:
             stored = merge_into(reinforce(target, now, self.config.dynamics), rec)
         else:
@@ -276,16 +346,22 @@ class Writer:
             event={"decision": decision, "similarity": round(similarity, 4),
                    "nearest": nearest, "scope": rec.scope, "kind": rec.kind,
                    "source": prepared.source} | ({"vector": "pending"}
-                                                 if self._pending(prepared) else {}),
+                                                 if self._pending(prepared) else {})
+                  | ({"contrast": contrast.summary()}
+                     if contrast is not None and decision != "new" else {}),
             now=now)
 
     def _pending(self, prepared: PreparedWrite) -> bool:
         return prepared.vector is None and not self.guard.full_text_only
 
     def _result(self, prepared: PreparedWrite, write: GatedWrite, mid: int) -> WriteResult:
+        kind = EDGE_OF_DECISION.get(write.decision)
+        edge = (None if kind is None or prepared.nearest is None
+                else {"type": kind, "src": mid, "dst": prepared.nearest})
         return WriteResult(id=mid, decision=cast(Decision, write.decision),
                            similarity=round(prepared.similarity, 4), nearest=prepared.nearest,
-                           scope=prepared.rec.scope, vector_pending=self._pending(prepared))
+                           scope=prepared.rec.scope, vector_pending=self._pending(prepared),
+                           edge=edge)
 
     def _lexical_nearest(self, rec: MemoryRecord) -> tuple[int | None, float]:
         """The live memory in scope whose words are nearest (1.0: the same text)."""

@@ -457,10 +457,18 @@ def _m009_journal_order(db: Conn) -> None:
     db.execute("CREATE INDEX IF NOT EXISTS events_recent ON events(namespace, id)")
 
 
+def _m010_updates_edges(db: Conn) -> None:
+    """Edges of kind ``updates``: the novelty gate's correction points at the memory it
+    updates (the same CHECK as SQLite's schema 10)."""
+    db.execute("ALTER TABLE edges DROP CONSTRAINT IF EXISTS edges_type_check")
+    db.execute("ALTER TABLE edges ADD CONSTRAINT edges_type_check CHECK (type IN "
+               "('related', 'co_recall', 'supersedes', 'contradicts', 'updates'))")
+
+
 # The append-only migrations, applied in order on open.
 MIGRATIONS: list[Callable[[Conn], None]] = [
     _m001_core, _m002_cognition, _m003_sleep, _m004_turn_identity, _m005_one_vector,
     _m006_lexical_namespace, _m007_vector_counts, _m008_turn_scope_identity,
-    _m009_journal_order,
+    _m009_journal_order, _m010_updates_edges,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)  # the version this Tideline writes

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tideline.models import EDGE_OF_DECISION
 from tideline.store.events import event_insert
 from tideline.store.memories import (
     MEMORY_INSERT,
@@ -65,8 +66,9 @@ if TYPE_CHECKING:
 __all__ = ["TARGET_COLUMNS", "TARGET_DIGEST", "at_once_statement", "gate_sql", "gated_statement",
            "keyed_gate_sql"]
 
+# The edge's type is one of two constants, written into the text (see _FLAG_KEY).
 _EDGE = ("INSERT INTO edges(src, dst, type, weight, created_at, updated_at) "
-         "SELECT id, ?, 'related', ?, ?, ? FROM m")
+         "SELECT id, ?, '{type}', ?, ?, ? FROM m")
 # Parameters: the namespace, the tsvector literal, the substring text.
 _LEX = ("INSERT INTO memories_lex(id, namespace, words, subs) SELECT id, ?, ?::tsvector, ? "
         "FROM {src} ON CONFLICT (id) DO UPDATE SET words = excluded.words, subs = excluded.subs")
@@ -143,7 +145,7 @@ def keyed_gate_sql(dim: int, exact: bool) -> str:
 def _rows(namespace: str, space: str, write: GatedWrite,
           pending: str) -> tuple[list[str], list[Any]]:
     """The CTEs after the memory's (``m``) of a new or linked memory: its index row, its
-    vector or the pending flag (``pending``: that statement), a link's edge."""
+    vector or the pending flag (``pending``: that statement), a link's or a correction's edge."""
     body = memory_index_text(write.rec)
     parts = [f"l AS ({_LEX.format(src='m')})"]
     args: list[Any] = [namespace, pg_lexical.words_vector(body),
@@ -153,8 +155,9 @@ def _rows(namespace: str, space: str, write: GatedWrite,
         args += [space, VectorParam(write.vector)]
     else:
         parts.append(f"p AS ({pending})")
-    if write.decision == "link" and write.nearest is not None:
-        parts.append(f"r AS ({_EDGE})")
+    edge = EDGE_OF_DECISION.get(write.decision)
+    if edge is not None and write.nearest is not None:
+        parts.append(f"r AS ({_EDGE.format(type=edge)})")
         args += [write.nearest, round(write.similarity, 4), write.now, write.now]
     return parts, args
 

@@ -431,10 +431,33 @@ def _m009_journal_order(db: sqlite3.Connection) -> None:
     """
     db.execute("CREATE INDEX IF NOT EXISTS events_recent ON events(namespace, id)")
 
+
+def _m010_updates_edges(db: sqlite3.Connection) -> None:
+    """Edges of kind ``updates``: the novelty gate's correction (a new memory that states
+    an older one with another value) points at the memory it updates. SQLite cannot
+    change a CHECK constraint in place, so the table is rebuilt with its rows and indexes."""
+    db.execute("""CREATE TABLE edges_next (
+            src INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            dst INTEGER NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            type TEXT NOT NULL CHECK (type IN ('related', 'co_recall', 'supersedes',
+                                                'contradicts', 'updates')),
+            weight REAL NOT NULL DEFAULT 1.0,
+            created_at REAL NOT NULL,
+            updated_at REAL NOT NULL,
+            PRIMARY KEY (src, dst, type)
+        )""")
+    db.execute("INSERT INTO edges_next(src, dst, type, weight, created_at, updated_at) "
+               "SELECT src, dst, type, weight, created_at, updated_at FROM edges")
+    db.execute("DROP TABLE edges")
+    db.execute("ALTER TABLE edges_next RENAME TO edges")
+    db.execute("CREATE INDEX edges_dst ON edges(dst)")
+    db.execute("CREATE INDEX edges_type ON edges(type, weight)")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [
     _m001_core, _m002_cognition, _m003_sleep, _m004_turn_identity, _m005_one_vector,
     _m006_lexical_namespace, _m007_vector_counts, _m008_turn_scope_identity,
-    _m009_journal_order,
+    _m009_journal_order, _m010_updates_edges,
 ]
 #: The schema version this Tideline writes: one per migration.
 SCHEMA_VERSION = len(MIGRATIONS)
