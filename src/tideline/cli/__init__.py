@@ -146,7 +146,7 @@ def guarded(fn: F) -> F:
 def main() -> None:
     """Console-script entry point."""
     # Importing the modules registers their commands on ``app``.
-    from tideline.cli import agent, archive, commands, dream, sleep  # noqa: F401
+    from tideline.cli import agent, archive, commands, dream, sleep, ui  # noqa: F401
 
     sys.argv[1:] = database_first(sys.argv[1:])
     app()

@@ -1,0 +1,197 @@
+"""Reads for a person browsing one namespace: pages of memories, days of sessions, the journal.
+
+Every list is one page read from the database in an order an index serves (keyset
+pagination: "older than this id" / "before this time", never an ``OFFSET`` over a
+whole table), so a page costs the same at 100k memories and 500k turns as at ten.
+Scopes are always explicit: ``scopes=None`` means every scope of the namespace (the
+UI's "all projects", a deliberate choice), otherwise only those listed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from tideline.models import MemoryRecord, Turn
+from tideline.store.rows import MEMORY_COLUMNS, TURN_COLUMNS, memory_from_row, turn_from_row
+from tideline.store.view import NamespaceView, placeholders
+
+__all__ = ["CONFLICT_EDGES", "BrowseStore"]
+
+#: Edge types that pair two memories a person should look at side by side:
+#: ``updates`` (the write gate's corrections) and ``contradicts`` (DREAM's comb).
+CONFLICT_EDGES = ("updates", "contradicts")
+
+#: How far after a session's last turn a memory recorded from it is looked for.
+LINK_WINDOW_S = 30 * 86400.0
+#: The most memories read when looking for those linking to a page of turns.
+LINK_SCAN = 5000
+
+
+def _scope_filter(scopes: Sequence[str] | None, alias: str = "") -> tuple[str, list[Any]]:
+    if scopes is None:
+        return "", []
+    p = f"{alias}." if alias else ""
+    return f" AND {p}scope IN ({placeholders(len(scopes))})", list(scopes)
+
+
+class BrowseStore(NamespaceView):
+    """Paged, index-served reads over one namespace for the local web app."""
+
+    def memories(self, *, scopes: Sequence[str] | None, kind: str | None = None,
+                 status: str | None = None, before_id: int | None = None,
+                 limit: int = 50) -> list[MemoryRecord]:
+        """Memories newest first (by id), one page older than ``before_id``."""
+        where, args = _scope_filter(scopes)
+        sql = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE namespace = ?{where}"
+        params: list[Any] = [self.ns, *args]
+        if kind:
+            sql += " AND kind = ?"
+            params.append(kind)
+        if status:
+            sql += " AND status = ?"
+            params.append(status)
+        if before_id is not None:
+            sql += " AND id < ?"
+            params.append(before_id)
+        sql += " ORDER BY id DESC LIMIT ?"
+        with self.db.read() as c:
+            rows = c.execute(sql, (*params, limit)).fetchall()
+        return [memory_from_row(r) for r in rows]
+
+    def memory(self, mid: int) -> MemoryRecord | None:
+        """One memory of this namespace by id (any scope), or None."""
+        with self.db.read() as c:
+            row = c.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE namespace = ? "
+                            "AND id = ?", (self.ns, mid)).fetchone()
+        return memory_from_row(row) if row else None
+
+    def turn(self, tid: int) -> Turn | None:
+        """One raw turn of this namespace by id (any scope), or None."""
+        with self.db.read() as c:
+            row = c.execute(f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? AND id = ?",
+                            (self.ns, tid)).fetchone()
+        return turn_from_row(row) if row else None
+
+    def last_turn_time(self, scopes: Sequence[str] | None, before: float) -> float | None:
+        """The newest turn time strictly before ``before`` (to page back one day)."""
+        where, args = _scope_filter(scopes)
+        with self.db.read() as c:
+            row = c.execute(f"SELECT max(ts) FROM turns WHERE namespace = ?{where} AND ts < ?",
+                            (self.ns, *args, before)).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+    def first_turn_time(self, scopes: Sequence[str] | None, after: float) -> float | None:
+        """The oldest turn time at or after ``after`` (to page forward one day)."""
+        where, args = _scope_filter(scopes)
+        with self.db.read() as c:
+            row = c.execute(f"SELECT min(ts) FROM turns WHERE namespace = ?{where} AND ts >= ?",
+                            (self.ns, *args, after)).fetchone()
+        return None if row is None or row[0] is None else float(row[0])
+
+    def sessions_between(self, scopes: Sequence[str] | None, start: float, end: float,
+                         limit: int = 200) -> list[dict[str, Any]]:
+        """Sessions with turns stamped in ``[start, end)``: first/last time, turn count."""
+        where, args = _scope_filter(scopes)
+        sql = (f"SELECT session, min(scope), min(ts), max(ts), count(*) FROM turns "
+               f"WHERE namespace = ?{where} AND ts >= ? AND ts < ? GROUP BY session "
+               "ORDER BY min(ts) DESC LIMIT ?")
+        with self.db.read() as c:
+            rows = c.execute(sql, (self.ns, *args, start, end, limit)).fetchall()
+        return [{"session": str(r[0]), "scope": str(r[1]), "first": float(r[2]),
+                 "last": float(r[3]), "turns": int(r[4])} for r in rows]
+
+    def session_turns(self, session: str, *, scopes: Sequence[str] | None,
+                      from_index: int = 0, limit: int = 100) -> list[Turn]:
+        """One page of a session's turns in order, from ``from_index`` on."""
+        where, args = _scope_filter(scopes)
+        sql = (f"SELECT {TURN_COLUMNS} FROM turns WHERE namespace = ? AND session = ?{where} "
+               "AND turn_index >= ? ORDER BY turn_index LIMIT ?")
+        with self.db.read() as c:
+            rows = c.execute(sql, (self.ns, session, *args, from_index, limit)).fetchall()
+        return [turn_from_row(r) for r in rows]
+
+    def linking(self, turns: Sequence[Turn], *,
+                scopes: Sequence[str] | None) -> dict[int, list[MemoryRecord]]:
+        """Memories whose ``source_links`` name one of ``turns`` (turn id → memories).
+
+        Memories are looked for among those recorded from the first turn's time up to
+        :data:`LINK_WINDOW_S` after the last (the ``memories_recorded`` index), at most
+        :data:`LINK_SCAN` of them: a memory derived from a conversation is recorded
+        after it, and no page reads the whole table.
+        """
+        wanted = {t.id for t in turns}
+        times = [t.timestamp if t.timestamp is not None else t.recorded_at for t in turns]
+        if not wanted or not times:
+            return {}
+        where, args = _scope_filter(scopes)
+        sql = (f"SELECT {MEMORY_COLUMNS} FROM memories WHERE namespace = ?{where} "
+               "AND recorded_at >= ? AND recorded_at <= ? AND source_links != '[]' "
+               "ORDER BY recorded_at LIMIT ?")
+        lo, hi = min(times) - 60.0, max(max(times), max(t.recorded_at for t in turns))
+        with self.db.read() as c:
+            rows = c.execute(sql, (self.ns, *args, lo, hi + LINK_WINDOW_S,
+                                   LINK_SCAN)).fetchall()
+        out: dict[int, list[MemoryRecord]] = {}
+        for row in rows:
+            rec = memory_from_row(row)
+            for tid in set(rec.source_links) & wanted:
+                out.setdefault(tid, []).append(rec)
+        return out
+
+    def events(self, *, kinds: Sequence[str] | None = None, memory_id: int | None = None,
+               before_id: int | None = None, limit: int = 50) -> list[dict[str, Any]]:
+        """Journal entries newest first, one page older than ``before_id``."""
+        sql = "SELECT id, ts, kind, memory_id, data FROM events WHERE namespace = ?"
+        args: list[Any] = [self.ns]
+        if kinds:
+            sql += f" AND kind IN ({placeholders(len(kinds))})"
+            args.extend(kinds)
+        if memory_id is not None:
+            sql += " AND memory_id = ?"
+            args.append(memory_id)
+        if before_id is not None:
+            sql += " AND id < ?"
+            args.append(before_id)
+        sql += " ORDER BY id DESC LIMIT ?"
+        with self.db.read() as c:
+            rows = c.execute(sql, (*args, limit)).fetchall()
+        return [{"id": int(r[0]), "ts": float(r[1]), "kind": str(r[2]), "memory_id": r[3],
+                 "data": json.loads(r[4])} for r in rows]
+
+    def event_kinds(self) -> list[str]:
+        """The kinds of event the journal holds (a small set, read from the index)."""
+        with self.db.read() as c:
+            rows = c.execute("SELECT DISTINCT kind FROM events WHERE namespace = ?",
+                             (self.ns,)).fetchall()
+        return sorted(str(r[0]) for r in rows)
+
+    def conflict_edges(self, *, before: tuple[float, int, int] | None = None,
+                       limit: int = 50) -> list[dict[str, Any]]:
+        """Edges of :data:`CONFLICT_EDGES` kinds between two memories of this namespace,
+        newest first, whose both ends are still live (neither superseded)."""
+        sql = ("SELECT e.src, e.dst, e.type, e.weight, e.created_at FROM edges e "
+               "JOIN memories a ON a.id = e.src JOIN memories b ON b.id = e.dst "
+               f"WHERE e.type IN ({placeholders(len(CONFLICT_EDGES))}) "
+               "AND a.namespace = ? AND b.namespace = ? "
+               "AND a.status != 'superseded' AND b.status != 'superseded'")
+        args: list[Any] = [*CONFLICT_EDGES, self.ns, self.ns]
+        if before is not None:
+            sql += " AND (e.created_at < ? OR (e.created_at = ? AND e.src < ?))"
+            args += [before[0], before[0], before[1]]
+        sql += " ORDER BY e.created_at DESC, e.src DESC LIMIT ?"
+        with self.db.read() as c:
+            rows = c.execute(sql, (*args, limit)).fetchall()
+        return [{"src": int(r[0]), "dst": int(r[1]), "type": str(r[2]),
+                 "weight": float(r[3]), "created_at": float(r[4])} for r in rows]
+
+    def has_edge_in(self, c: Any, src: int, dst: int, etype: str) -> bool:
+        """Inside the caller's transaction: whether the typed edge exists."""
+        row = c.execute("SELECT 1 FROM edges WHERE src = ? AND dst = ? AND type = ?",
+                        (src, dst, etype)).fetchone()
+        return row is not None
+
+    def drop_edge_in(self, c: Any, src: int, dst: int, etype: str) -> None:
+        """Inside the caller's transaction: delete one typed edge."""
+        c.execute("DELETE FROM edges WHERE src = ? AND dst = ? AND type = ?", (src, dst, etype))
