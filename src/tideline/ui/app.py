@@ -67,7 +67,11 @@ def when(ts: object) -> str:
     if ts is None or ts == "":
         return ""
     try:
-        return datetime.fromtimestamp(float(str(ts)), UTC).strftime("%Y-%m-%d %H:%M")
+        if isinstance(ts, str) and not ts.replace(".", "", 1).isdigit():
+            moment = datetime.fromisoformat(ts).astimezone(UTC)
+        else:
+            moment = datetime.fromtimestamp(float(str(ts)), UTC)
+        return moment.strftime("%Y-%m-%d %H:%M")
     except (ValueError, OverflowError, OSError):
         return str(ts)
 
