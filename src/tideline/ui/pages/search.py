@@ -10,7 +10,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from tideline.errors import InvalidInput
-from tideline.models import RecallItem, RecallPacket
+from tideline.models import KINDS, RecallItem, RecallPacket
 
 if TYPE_CHECKING:
     from tideline.ui.app import UI
@@ -67,7 +67,7 @@ def search(ui: UI, request: Request) -> Response:
     abstained = bool(packets) and all(p.abstained for p in packets)
     latency = sum(p.latency_ms for p in packets)
     signals = packets[0].signals if len(packets) == 1 else {}
-    return ui.page(request, "search.html", query=query, kind=kind or "", since=since or "",
+    return ui.page(request, "search.html", kinds=KINDS, query=query, kind=kind or "", since=since or "",
                    until=until or "", results=results, abstained=abstained,
                    latency=latency, signals=signals, searched=bool(query))
 
