@@ -165,11 +165,13 @@ def test_the_command_serves_on_loopback_and_refuses_other_hosts(tmp_path: Path) 
     env = {k: v for k, v in os.environ.items()
            if k not in ("TIDELINE_DATABASE_URL", "TIDELINE_MCP_TOKEN")}
     env.update(PYTHONPATH=os.pathsep.join(sys.path), TIDELINE_PROJECT="alpha")
-    refused = subprocess.run(
-        [sys.executable, "-m", "tideline", "ui", "--store", str(tmp_path), "--host",
-         "0.0.0.0", "--embedder", "hashing"], env=env, capture_output=True, text=True,
-        timeout=60)
-    assert refused.returncode != 0 and "requires a bearer token" in refused.stderr
+    from typer.testing import CliRunner
+
+    from tideline.cli import app, ui  # noqa: F401 - registers the command
+
+    refused = CliRunner().invoke(app, ["ui", "--store", str(tmp_path), "--host", "0.0.0.0",
+                                       "--embedder", "hashing"], env=env)
+    assert refused.exit_code != 0 and "requires a bearer token" in refused.output
     proc = subprocess.Popen(
         [sys.executable, "-m", "tideline", "ui", "--store", str(tmp_path), "--port", "0",
          "--embedder", "hashing", "--namespace", "work"],

@@ -12,6 +12,7 @@ shows what they wrote on its next load.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -62,12 +63,20 @@ def short(value: object, n: int = 240) -> Markup:
     return shown(text if len(text) <= n else text[: n - 1] + "…")
 
 
+def number(raw: object) -> int | None:
+    """A decimal id or count of 1–19 ASCII digits below 2⁶³, else None (``"²"`` is not one)."""
+    if not isinstance(raw, str) or not re.fullmatch(r"[0-9]{1,19}", raw):
+        return None
+    value = int(raw)
+    return value if value < 2**63 else None
+
+
 def when(ts: object) -> str:
     """An epoch time as ``YYYY-MM-DD HH:MM`` UTC ('' for none)."""
     if ts is None or ts == "":
         return ""
     try:
-        if isinstance(ts, str) and not ts.replace(".", "", 1).isdigit():
+        if isinstance(ts, str) and not re.fullmatch(r"[0-9]+(\.[0-9]*)?", ts):
             moment = datetime.fromisoformat(ts).astimezone(UTC)
         else:
             moment = datetime.fromtimestamp(float(str(ts)), UTC)

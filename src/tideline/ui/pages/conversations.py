@@ -10,6 +10,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from tideline.errors import InvalidInput
+from tideline.ui.app import number
 
 if TYPE_CHECKING:
     from tideline.ui.app import UI
@@ -56,9 +57,9 @@ def session(ui: UI, request: Request) -> Response:
     raw = request.query_params.get("from") or "0"
     if not name or len(name) > 500:
         raise InvalidInput("a session id is required")
-    if not raw.isdigit():
+    start = number(raw)
+    if start is None:
         raise InvalidInput("from must be a turn index")
-    start = int(raw)
     with ui.lock:
         turns = ui.mem.browse.session_turns(name, scopes=view.scopes, from_index=start,
                                             limit=PAGE + 1)
@@ -66,7 +67,7 @@ def session(ui: UI, request: Request) -> Response:
     more = turns[PAGE].turn_index if len(turns) > PAGE else None
     mark = request.query_params.get("turn")
     return ui.page(request, "session.html", session=name, turns=turns[:PAGE], links=links,
-                   more=more, start=start, mark=int(mark) if mark and mark.isdigit() else None,
+                   more=more, start=start, mark=number(mark),
                    earlier=max(0, start - PAGE) if start else None)
 
 

@@ -9,6 +9,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from tideline.errors import InvalidInput
+from tideline.ui.app import number
 
 if TYPE_CHECKING:
     from tideline.ui.app import UI
@@ -30,9 +31,10 @@ GROUPS = {
 def _number(raw: str | None, name: str) -> int | None:
     if not raw:
         return None
-    if not raw.isdigit() or int(raw) >= 2**63:
+    value = number(raw)
+    if value is None:
         raise InvalidInput(f"{name} must be a positive integer")
-    return int(raw)
+    return value
 
 
 def summary(event: dict[str, Any]) -> str:

@@ -13,7 +13,7 @@ from starlette.routing import BaseRoute, Route
 
 from tideline.errors import InvalidInput, NotFound
 from tideline.models import MemoryRecord
-from tideline.ui.app import link, redirect
+from tideline.ui.app import link, number, redirect
 
 if TYPE_CHECKING:
     from tideline.ui.app import UI, View
@@ -28,9 +28,10 @@ LINKED_CAP = 20
 
 def _id(request: Request) -> int:
     raw = str(request.path_params["mid"])
-    if not raw.isdigit() or not 0 < int(raw) < 2**63:
+    value = number(raw)
+    if not value:
         raise NotFound(f"no memory with id {raw[:40]}")
-    return int(raw)
+    return value
 
 
 def visible(ui: UI, view: View, mid: int) -> MemoryRecord:
@@ -79,9 +80,10 @@ async def revise(ui: UI, request: Request) -> Response:
     for name in ("importance", "emotional", "recurrence", "unresolved"):
         raw = str(form.get(name) or "").strip()
         if raw:
-            if not raw.isdigit():
+            value = number(raw)
+            if value is None:
                 raise InvalidInput(f"{name} must be 1–5")
-            fields[name] = int(raw)
+            fields[name] = value
 
     def work() -> int:
         rec = visible(ui, view, mid)

@@ -11,6 +11,7 @@ from starlette.routing import BaseRoute, Route
 
 from tideline.errors import InvalidInput
 from tideline.models import KINDS, RecallItem, RecallPacket
+from tideline.ui.app import number
 
 if TYPE_CHECKING:
     from tideline.ui.app import UI
@@ -48,12 +49,12 @@ def search(ui: UI, request: Request) -> Response:
     if query:
         scopes = ([s for s in ui.scopes() if s != "global"][:ALL_SCOPES_CAP] or ["global"]
                   if view.all else [view.param])
-        raw = q.get("limit") or "10"
-        if not raw.isdigit():
+        limit = number(q.get("limit") or "10")
+        if limit is None:
             raise InvalidInput("limit must be a number")
         with ui.lock:
             packets.extend(ui.mem.recall(query, scope=scope, kind=kind, since=since,
-                                         until=until, limit=int(raw), tier="ui")
+                                         until=until, limit=limit, tier="ui")
                            for scope in scopes)
         seen: set[tuple[str, Any]] = set()
         for packet in packets:
@@ -67,8 +68,8 @@ def search(ui: UI, request: Request) -> Response:
     abstained = bool(packets) and all(p.abstained for p in packets)
     latency = sum(p.latency_ms for p in packets)
     signals = packets[0].signals if len(packets) == 1 else {}
-    return ui.page(request, "search.html", kinds=KINDS, query=query, kind=kind or "", since=since or "",
-                   until=until or "", results=results, abstained=abstained,
+    return ui.page(request, "search.html", kinds=KINDS, query=query, kind=kind or "",
+                   since=since or "", until=until or "", results=results, abstained=abstained,
                    latency=latency, signals=signals, searched=bool(query))
 
 
