@@ -86,7 +86,7 @@ def test_xss_corpus_renders_as_text_everywhere(mem: Memory) -> None:
     assert len(big.text) > 1_000_000 and "&lt;script&gt;" in big.text
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(["/", "/conversations", "/session", "/journal", "/memory/{}",
                         "/conflicts", "/dream/plan/{}"]),
        st.dictionaries(st.sampled_from(["q", "scope", "day", "id", "from", "kind", "memory",
