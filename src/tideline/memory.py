@@ -520,7 +520,8 @@ class Memory:
         from tideline.write.conflicts import conflicts
 
         limit = clean_int(limit, "limit", lo=1, hi=500)
-        return conflicts(self._rt, scopes=None if all_scopes else self._rt.visible(scope),
+        every = clean_flag(all_scopes, "all_scopes")
+        return conflicts(self._rt, scopes=None if every else self._rt.visible(scope),
                          limit=limit)
 
     def resolve_conflict(self, src: int, dst: int, action: str, *, keep: int | None = None,
