@@ -1039,6 +1039,21 @@ class Memory:
 
         return entity_graph(self._rt, limit=limit)
 
+    def cluster_map(self, *, scope: str | None = None, all_scopes: bool = False,
+                    days: int = 30) -> dict[str, Any]:
+        """The embedding clusters as a 2-D map (PCA of their centroids) with the attention
+        grid, for one project (with ``global``) or every one; empty before the first sleep.
+
+        Raises:
+            InvalidInput: a malformed scope or ``days`` out of range.
+        """
+        from tideline.report.build import cluster_map
+
+        days = clean_int(days, "days", lo=1, hi=3650)
+        every = clean_flag(all_scopes, "all_scopes")
+        return cluster_map(self._rt, scopes=None if every else self._rt.visible(scope),
+                           days=days)
+
     def report(self, *, days: int = 30) -> dict[str, Any]:
         """How the memory behaves over time: growth, gate, recall, dynamics, sleeps, hooks.
 

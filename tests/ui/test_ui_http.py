@@ -204,3 +204,17 @@ def test_state_changes_need_post_csrf_and_this_origin(mem: Memory) -> None:
     res = page.get("/")
     assert "script-src 'self'" in res.headers["content-security-policy"]
     assert "unsafe-inline" not in res.headers["content-security-policy"]
+
+
+def test_map_draws_the_projects_clusters_with_the_reports_svg(mem: Memory) -> None:
+    seed(mem)
+    for i in range(12):
+        mem.remember(f"Alpha release checklist item {i}: sign the build and tag it.",
+                     scope="alpha")
+        mem.remember(f"Beta garden note {i}: water the tomatoes at dawn.", scope="beta")
+    mem.sleep(only="clusters", force=True)
+    page = Page(mem)
+    alpha = page.get("/map?scope=alpha").text
+    assert 'data-chart="clusters"' in alpha and 'data-chart="attention"' in alpha
+    assert "[alpha]" in alpha and "[beta]" not in alpha
+    assert "[beta]" in page.get("/map?scope=*").text

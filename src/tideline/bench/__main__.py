@@ -6,7 +6,7 @@ import importlib
 import sys
 
 NAMES = ("recall", "real", "calibrate", "multihop", "sleep", "answerability", "conversation",
-         "hooks", "secrets", "locomo", "pgvector-scale", "writers", "cores")
+         "hooks", "secrets", "locomo", "pgvector-scale", "writers", "cores", "ui")
 
 
 def main() -> None:

@@ -28,7 +28,7 @@ from tideline.store.reporting import ReportStore
 if TYPE_CHECKING:
     from tideline.runtime import Runtime
 
-__all__ = ["REFLECT_RATIO_WARN", "build_report"]
+__all__ = ["REFLECT_RATIO_WARN", "build_report", "cluster_map"]
 
 #: Below this share of recalls followed by feedback, the report warns.
 REFLECT_RATIO_WARN = 0.1
@@ -296,3 +296,26 @@ def _cluster_map(cons: ConsolidationStore, attention: dict[str, Any]) -> dict[st
                        "heat": c.get("heat", 0.0), "x": round(x, 4), "y": round(y, 4),
                        "r": round(c.get("size", 0) / biggest, 4)})
     return {"points": points}
+
+
+def cluster_map(rt: Runtime, *, scopes: list[str] | None, days: int = 30) -> dict[str, Any]:
+    """The map of the embedding clusters and the attention grid, without the rest of the
+    report (what ``tideline ui``'s map page draws; a page, so it stays cheap).
+
+    Args:
+        rt: the memory's parts.
+        scopes: only clusters of these scopes (None: every scope).
+        days: the attention window, ending now.
+
+    Returns:
+        ``{"points": [...], "grid": {"days", "rows"}}`` as in :func:`build_report`'s
+        ``clusters`` and ``attention``; empty until a sleep has built clusters.
+    """
+    cons = ConsolidationStore(rt.store)
+    if not cons.emb_clusters(scopes):  # before the first sleep: nothing to draw
+        return {"points": [], "grid": {"days": [], "rows": []}}
+    attention = heatmap(cons, scopes=scopes, days=days, top=10)
+    points = _cluster_map(cons, attention)["points"]
+    if scopes is not None:
+        points = [p for p in points if p["scope"] in scopes]
+    return {"points": points, "grid": attention["grid"]}

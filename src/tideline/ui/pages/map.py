@@ -18,21 +18,19 @@ if TYPE_CHECKING:
 __all__ = ["routes"]
 
 
-def charts(report: dict[str, Any], scopes: list[str] | None) -> dict[str, Markup]:
-    """The heatmap and the cluster map of a report (:meth:`Memory.report`), as SVG, with
-    only the clusters of ``scopes`` (None: every scope).
+def charts(drawn: dict[str, Any]) -> dict[str, Markup]:
+    """The heatmap and the cluster map (:meth:`Memory.cluster_map`) as SVG.
 
     The SVG functions escape every label they draw (stored text stays data).
     """
-    grid = report["attention"]["grid"]
-    rows = [r for r in grid["rows"] if scopes is None or r["scope"] in scopes]
+    grid = drawn["grid"]
+    rows = grid["rows"]
     names = [f"#{row['cluster']} {row['label'] or row['scope']}" for row in rows]
     heat = svg.heatmap("attention", "Attention heatmap: recall hits per cluster per day",
                        names, [d[5:] for d in grid["days"]], [row["counts"] for row in rows])
     points = [{"x": p["x"], "y": p["y"], "r": p["r"], "heat": p["heat"],
                "label": f"#{p['id']} [{p['scope']}] {p['label']} — {p['size']} memories, "
-                        f"{p['hits']} hits"} for p in report["clusters"]["points"]
-              if scopes is None or p["scope"] in scopes]
+                        f"{p['hits']} hits"} for p in drawn["points"]]
     cmap = svg.scatter("clusters", "Embedding clusters (PCA of centroids; size = members, "
                        "red = attention)", points)
     return {"heat": Markup(heat), "cmap": Markup(cmap)}  # noqa: S704 - svg escapes labels
@@ -43,9 +41,10 @@ def page(ui: UI, request: Request) -> Response:
     with ui.lock:
         topics = ui.mem.topics(scope=None if view.all else view.param, all_scopes=view.all,
                                limit=25)
-        report = ui.mem.report(days=30)
+        drawn = ui.mem.cluster_map(scope=None if view.all else view.param,
+                                   all_scopes=view.all, days=30)
         graph = ui.mem.entity_graph(limit=60)
-    return ui.page(request, "map.html", topics=topics, charts=charts(report, view.scopes),
+    return ui.page(request, "map.html", topics=topics, charts=charts(drawn),
                    graph=graph)
 
 
