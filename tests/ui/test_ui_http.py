@@ -74,6 +74,7 @@ def test_conversations_by_day_turns_and_linking_memories(mem: Memory) -> None:
     assert session.index("I moved to Lisbon") < session.index("My sister lives in Porto")
     assert f'memories from this turn: <a href="/memory/{s.porto}?scope=alpha"' in session
     assert page.get("/conversations?scope=beta&day=" + DAY).text.count("s-lisbon") == 0
+    assert "s-lisbon" in page.get("/conversations?scope=*").text  # every project, newest day
 
 
 def test_actions_go_through_the_facade_and_are_journaled(mem: Memory) -> None:

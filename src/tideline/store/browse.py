@@ -76,19 +76,33 @@ class BrowseStore(NamespaceView):
 
     def last_turn_time(self, scopes: Sequence[str] | None, before: float) -> float | None:
         """The newest turn time strictly before ``before`` (to page back one day)."""
-        where, args = _scope_filter(scopes)
-        with self.db.read() as c:
-            row = c.execute(f"SELECT max(ts) FROM turns WHERE namespace = ?{where} AND ts < ?",
-                            (self.ns, *args, before)).fetchone()
-        return None if row is None or row[0] is None else float(row[0])
+        return self._edge_time(scopes, "ts < ?", "DESC", before, max)
 
     def first_turn_time(self, scopes: Sequence[str] | None, after: float) -> float | None:
         """The oldest turn time at or after ``after`` (to page forward one day)."""
-        where, args = _scope_filter(scopes)
+        return self._edge_time(scopes, "ts >= ?", "ASC", after, min)
+
+    def _edge_time(self, scopes: Sequence[str] | None, cond: str, order: str, bound: float,
+                   pick: Any) -> float | None:
+        # One index probe per scope (turns_ts: namespace, scope, ts): an IN list or no
+        # scope at all would make the database walk every turn before the bound.
+        names = list(scopes) if scopes is not None else self.turn_scopes()
+        found = []
         with self.db.read() as c:
-            row = c.execute(f"SELECT min(ts) FROM turns WHERE namespace = ?{where} AND ts >= ?",
-                            (self.ns, *args, after)).fetchone()
-        return None if row is None or row[0] is None else float(row[0])
+            for scope in names:
+                row = c.execute(f"SELECT ts FROM turns WHERE namespace = ? AND scope = ? "
+                                f"AND ts IS NOT NULL AND {cond} ORDER BY ts {order} LIMIT 1",
+                                (self.ns, scope, bound)).fetchone()
+                if row is not None:
+                    found.append(float(row[0]))
+        return pick(found) if found else None
+
+    def turn_scopes(self) -> list[str]:
+        """The scopes that hold turns (one index skip per scope on PostgreSQL and SQLite)."""
+        with self.db.read() as c:
+            rows = c.execute("SELECT DISTINCT scope FROM turns WHERE namespace = ?",
+                             (self.ns,)).fetchall()
+        return sorted(str(r[0]) for r in rows)
 
     def sessions_between(self, scopes: Sequence[str] | None, start: float, end: float,
                          limit: int = 200) -> list[dict[str, Any]]:

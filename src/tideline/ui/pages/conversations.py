@@ -33,16 +33,19 @@ def _day(raw: str | None, latest: float | None) -> datetime:
 
 def days(ui: UI, request: Request) -> Response:
     view = ui.view(request)
+    # "All projects" names them (the switcher's list): the turns' time index leads with
+    # the scope, so a read without one would walk every turn of the namespace.
+    scopes = ui.scopes() if view.all else view.scopes
     with ui.lock:
         browse = ui.mem.browse
         latest = None if request.query_params.get("day") else browse.last_turn_time(
-            view.scopes, 1e15)
+            scopes, 1e15)
         day = _day(request.query_params.get("day"), latest)
         start = day.timestamp()
         end = (day + timedelta(days=1)).timestamp()
-        sessions = browse.sessions_between(view.scopes, start, end)
-        before = browse.last_turn_time(view.scopes, start)
-        after = browse.first_turn_time(view.scopes, end)
+        sessions = browse.sessions_between(scopes, start, end)
+        before = browse.last_turn_time(scopes, start)
+        after = browse.first_turn_time(scopes, end)
 
     def fmt(ts: float | None) -> str | None:
         return None if ts is None else datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d")
