@@ -210,12 +210,15 @@ def test_state_changes_need_post_csrf_and_this_origin(mem: Memory) -> None:
 def test_map_draws_the_projects_clusters_with_the_reports_svg(mem: Memory) -> None:
     seed(mem)
     for i in range(12):
-        mem.remember(f"Alpha release checklist item {i}: sign the build and tag it.",
-                     scope="alpha")
+        mem.write(f"Alpha release checklist item {i}: sign the build and tag it.",
+                  scope="alpha", entities_role="Mira=release+sign; Tom=review")
         mem.remember(f"Beta garden note {i}: water the tomatoes at dawn.", scope="beta")
-    mem.sleep(only="clusters", force=True)
+    for step in ("clusters", "topics", "entities"):
+        mem.sleep(only=step, force=True)
     page = Page(mem)
     alpha = page.get("/map?scope=alpha").text
     assert 'data-chart="clusters"' in alpha and 'data-chart="attention"' in alpha
     assert "[alpha]" in alpha and "[beta]" not in alpha
+    assert "tomatoes" not in alpha.split('aria-label="topics"')[1].split("</section>")[0]
+    assert "Mira" in alpha and "Mira — Tom" in alpha  # the entity graph
     assert "[beta]" in page.get("/map?scope=*").text

@@ -308,14 +308,20 @@ def cluster_map(rt: Runtime, *, scopes: list[str] | None, days: int = 30) -> dic
         days: the attention window, ending now.
 
     Returns:
-        ``{"points": [...], "grid": {"days", "rows"}}`` as in :func:`build_report`'s
-        ``clusters`` and ``attention``; empty until a sleep has built clusters.
+        ``{"points": [...], "grid": {"days", "rows"}, "adjacency": [...]}``: the points
+        and grid as in :func:`build_report`'s ``clusters`` and ``attention``, and the
+        strongest adjacencies between the clusters shown (``a``, ``b``, ``shared``
+        members); empty until a sleep has built clusters.
     """
     cons = ConsolidationStore(rt.store)
     if not cons.emb_clusters(scopes):  # before the first sleep: nothing to draw
-        return {"points": [], "grid": {"days": [], "rows": []}}
+        return {"points": [], "grid": {"days": [], "rows": []}, "adjacency": []}
     attention = heatmap(cons, scopes=scopes, days=days, top=10)
     points = _cluster_map(cons, attention)["points"]
     if scopes is not None:
         points = [p for p in points if p["scope"] in scopes]
-    return {"points": points, "grid": attention["grid"]}
+    shown = {p["id"] for p in points}
+    pairs = [(a, b, n) for a, b, n in cons.adjacency_rows(sorted(shown)) if b in shown]
+    pairs.sort(key=lambda r: (-r[2], r[0], r[1]))
+    return {"points": points, "grid": attention["grid"],
+            "adjacency": [{"a": a, "b": b, "shared": n} for a, b, n in pairs[:60]]}

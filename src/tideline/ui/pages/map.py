@@ -44,8 +44,9 @@ def page(ui: UI, request: Request) -> Response:
         drawn = ui.mem.cluster_map(scope=None if view.all else view.param,
                                    all_scopes=view.all, days=30)
         graph = ui.mem.entity_graph(limit=60)
+    labels = {p["id"]: f"#{p['id']} {p['label']}" for p in drawn["points"]}
     return ui.page(request, "map.html", topics=topics, charts=charts(drawn),
-                   graph=graph)
+                   graph=graph, adjacency=drawn["adjacency"], labels=labels)
 
 
 def routes(ui: UI) -> list[BaseRoute]:
