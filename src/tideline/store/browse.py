@@ -67,6 +67,17 @@ class BrowseStore(NamespaceView):
                             "AND id = ?", (self.ns, mid)).fetchone()
         return memory_from_row(row) if row else None
 
+    def memories_by_id(self, ids: Sequence[int]) -> dict[int, MemoryRecord]:
+        """Memories of this namespace by id (any scope; at most the first 500 ids)."""
+        wanted = sorted({int(i) for i in ids})[:500]
+        if not wanted:
+            return {}
+        with self.db.read() as c:
+            rows = c.execute(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE namespace = ? "
+                             f"AND id IN ({placeholders(len(wanted))})",
+                             (self.ns, *wanted)).fetchall()
+        return {rec.id: rec for rec in map(memory_from_row, rows)}
+
     def turn(self, tid: int) -> Turn | None:
         """One raw turn of this namespace by id (any scope), or None."""
         with self.db.read() as c:

@@ -171,9 +171,8 @@ def show(ui: UI, request: Request) -> Response:
            if k in ("memory_id", "other_id") and isinstance(v, int) and 0 < v < 2**63}
     view = ui.view(request)
     with ui.lock:
-        found = {i: ui.mem.browse.memory(i) for i in sorted(ids)[:200]}
-    names = {i: m for i, m in found.items()
-             if m is not None and (view.scopes is None or m.scope in view.scopes)}
+        found = ui.mem.browse.memories_by_id(sorted(ids))
+    names = {i: m for i, m in found.items() if view.scopes is None or m.scope in view.scopes}
     return ui.page(request, "plan.html", plan=held, items=listed, names=names,
                    lines=lines, conflicts=diff.get("conflicts", []),
                    notes=diff.get("notes", []), result=result)

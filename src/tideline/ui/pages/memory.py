@@ -59,7 +59,7 @@ def page(ui: UI, request: Request) -> Response:
                 from_index=max(0, int(turn["turn_index"]) - RADIUS), limit=2 * RADIUS + 1)
             texture.append({"turn": turn, "around": around})
         ends = {e["src"] for e in shown["edges"]} | {e["dst"] for e in shown["edges"]}
-        names = {m.id: m for m in (ui.mem.browse.memory(i) for i in ends - {rec.id}) if m}
+        names = ui.mem.browse.memories_by_id(sorted(ends - {rec.id}))
     edges = [{**e, "other": e["dst"] if e["src"] == rec.id else e["src"],
               "direction": "→" if e["src"] == rec.id else "←"} for e in shown["edges"]]
     return ui.page(request, "memory.html", m=shown, rec=rec, edges=edges, names=names,
