@@ -41,8 +41,9 @@ def pages(mem: Memory, rng: random.Random, scope: str) -> dict[str, list[str]]:
     last = browse.last_turn_time(None, 1e15) or time.time()
     days = [time.strftime("%Y-%m-%d", time.gmtime(last - rng.uniform(0, 100) * 86400))
             for _ in range(20)]
+    scopes = browse.turn_scopes()
     sessions = [s["session"] for d in days[:5] for s in browse.sessions_between(
-        None, time.mktime(time.strptime(d, "%Y-%m-%d")) - time.timezone,
+        scopes, time.mktime(time.strptime(d, "%Y-%m-%d")) - time.timezone,
         time.mktime(time.strptime(d, "%Y-%m-%d")) - time.timezone + 86400, limit=5)]
     words = ["deploy", "orchard", "release", "budget", "meeting", "export", "garden",
              "travel", "invoice", "schedule"]

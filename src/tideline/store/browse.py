@@ -109,23 +109,40 @@ class BrowseStore(NamespaceView):
         return pick(found) if found else None
 
     def turn_scopes(self) -> list[str]:
-        """The scopes that hold turns (one index skip per scope on PostgreSQL and SQLite)."""
+        """The scopes that hold turns: a skip over the ``turns_ts`` index (one probe per
+        scope, however many turns there are)."""
+        sql = ("WITH RECURSIVE k(scope) AS (SELECT min(scope) FROM turns WHERE namespace = ? "
+               "UNION ALL SELECT (SELECT min(scope) FROM turns WHERE namespace = ? "
+               "AND scope > k.scope) FROM k WHERE k.scope IS NOT NULL) "
+               "SELECT scope FROM k WHERE scope IS NOT NULL")
         with self.db.read() as c:
-            rows = c.execute("SELECT DISTINCT scope FROM turns WHERE namespace = ?",
-                             (self.ns,)).fetchall()
+            rows = c.execute(sql, (self.ns, self.ns)).fetchall()
         return sorted(str(r[0]) for r in rows)
 
-    def sessions_between(self, scopes: Sequence[str] | None, start: float, end: float,
+    def sessions_between(self, scopes: Sequence[str], start: float, end: float,
                          limit: int = 200) -> list[dict[str, Any]]:
-        """Sessions with turns stamped in ``[start, end)``: first/last time, turn count."""
-        where, args = _scope_filter(scopes)
-        sql = (f"SELECT session, min(scope), min(ts), max(ts), count(*) FROM turns "
-               f"WHERE namespace = ?{where} AND ts >= ? AND ts < ? GROUP BY session "
-               "ORDER BY min(ts) DESC LIMIT ?")
+        """Sessions with turns stamped in ``[start, end)``: first/last time, turn count.
+
+        One read per scope over the ``turns_ts`` index (namespace, scope, ts): the ordered
+        subquery keeps the planner on it rather than walking a whole namespace in
+        session order to group.
+        """
+        found: dict[str, dict[str, Any]] = {}
         with self.db.read() as c:
-            rows = c.execute(sql, (self.ns, *args, start, end, limit)).fetchall()
-        return [{"session": str(r[0]), "scope": str(r[1]), "first": float(r[2]),
-                 "last": float(r[3]), "turns": int(r[4])} for r in rows]
+            for scope in scopes:
+                rows = c.execute(
+                    "SELECT session, min(ts), max(ts), count(*) FROM (SELECT session, ts "
+                    "FROM turns WHERE namespace = ? AND scope = ? AND ts >= ? AND ts < ? "
+                    "ORDER BY ts) AS day GROUP BY session", (self.ns, scope, start, end)
+                ).fetchall()
+                for name, first, last, n in rows:
+                    had = found.setdefault(str(name), {"session": str(name), "scope": scope,
+                                                       "first": float(first),
+                                                       "last": float(last), "turns": 0})
+                    had["first"] = min(had["first"], float(first))
+                    had["last"] = max(had["last"], float(last))
+                    had["turns"] += int(n)
+        return sorted(found.values(), key=lambda r: -r["first"])[:limit]
 
     def session_turns(self, session: str, *, scopes: Sequence[str] | None,
                       from_index: int = 0, limit: int = 100) -> list[Turn]:
@@ -167,29 +184,56 @@ class BrowseStore(NamespaceView):
 
     def events(self, *, kinds: Sequence[str] | None = None, memory_id: int | None = None,
                before_id: int | None = None, limit: int = 50) -> list[dict[str, Any]]:
-        """Journal entries newest first, one page older than ``before_id``."""
-        sql = "SELECT id, ts, kind, memory_id, data FROM events WHERE namespace = ?"
-        args: list[Any] = [self.ns]
-        if kinds:
-            sql += f" AND kind IN ({placeholders(len(kinds))})"
-            args.extend(kinds)
-        if memory_id is not None:
-            sql += " AND memory_id = ?"
-            args.append(memory_id)
-        if before_id is not None:
-            sql += " AND id < ?"
-            args.append(before_id)
-        sql += " ORDER BY id DESC LIMIT ?"
+        """Journal entries newest first, one page older than ``before_id``.
+
+        With kinds: one read per kind down the ``events_kind`` index (namespace, kind, ts)
+        from the cursor, merged. Without: the newest rows by id, walked back until the
+        page is full (``namespace || ''`` keeps the planner off the kind index, which
+        would sort the whole namespace). A memory filter without kinds walks back the
+        same way until it has found a page (no index holds memory ids).
+        """
+        cols = "SELECT id, ts, kind, memory_id, data FROM events"
+        cursor: tuple[float, int] | None = None
         with self.db.read() as c:
-            rows = c.execute(sql, (*args, limit)).fetchall()
+            if before_id is not None:
+                row = c.execute("SELECT ts FROM events WHERE id = ?", (before_id,)).fetchone()
+                cursor = (float(row[0]) if row else float("inf"), before_id)
+            rows: list[Any] = []
+            if kinds:
+                for kind in dict.fromkeys(kinds):
+                    sql = f"{cols} WHERE namespace = ? AND kind = ?"
+                    args: list[Any] = [self.ns, kind]
+                    if memory_id is not None:
+                        sql += " AND memory_id = ?"
+                        args.append(memory_id)
+                    if cursor is not None:
+                        sql += " AND (ts < ? OR (ts = ? AND id < ?))"
+                        args += [cursor[0], cursor[0], cursor[1]]
+                    rows += c.execute(sql + " ORDER BY ts DESC, id DESC LIMIT ?",
+                                      (*args, limit)).fetchall()
+                rows.sort(key=lambda r: (-float(r[1]), -int(r[0])))
+            else:
+                sql = f"{cols} WHERE namespace || '' = ?"
+                args = [self.ns]
+                if memory_id is not None:
+                    sql += " AND memory_id = ?"
+                    args.append(memory_id)
+                if before_id is not None:
+                    sql += " AND id < ?"
+                    args.append(before_id)
+                rows = c.execute(sql + " ORDER BY id DESC LIMIT ?", (*args, limit)).fetchall()
         return [{"id": int(r[0]), "ts": float(r[1]), "kind": str(r[2]), "memory_id": r[3],
-                 "data": json.loads(r[4])} for r in rows]
+                 "data": json.loads(r[4])} for r in rows[:limit]]
 
     def event_kinds(self) -> list[str]:
-        """The kinds of event the journal holds (a small set, read from the index)."""
+        """The kinds of event the journal holds: a skip over the ``events_kind`` index
+        (one probe per kind, however many events there are)."""
+        sql = ("WITH RECURSIVE k(kind) AS (SELECT min(kind) FROM events WHERE namespace = ? "
+               "UNION ALL SELECT (SELECT min(kind) FROM events WHERE namespace = ? "
+               "AND kind > k.kind) FROM k WHERE k.kind IS NOT NULL) "
+               "SELECT kind FROM k WHERE kind IS NOT NULL")
         with self.db.read() as c:
-            rows = c.execute("SELECT DISTINCT kind FROM events WHERE namespace = ?",
-                             (self.ns,)).fetchall()
+            rows = c.execute(sql, (self.ns, self.ns)).fetchall()
         return sorted(str(r[0]) for r in rows)
 
     def conflict_edges(self, *, before: tuple[float, int, int] | None = None,

@@ -35,7 +35,7 @@ def days(ui: UI, request: Request) -> Response:
     view = ui.view(request)
     # "All projects" names them (the switcher's list): the turns' time index leads with
     # the scope, so a read without one would walk every turn of the namespace.
-    scopes = ui.scopes() if view.all else view.scopes
+    scopes = ui.scopes() if view.scopes is None else view.scopes
     with ui.lock:
         browse = ui.mem.browse
         latest = None if request.query_params.get("day") else browse.last_turn_time(
