@@ -64,7 +64,7 @@ def pages(mem: Memory, rng: random.Random, scope: str) -> dict[str, list[str]]:
 
 
 def run(home: Path, n: int, turns: int, runs: int, *, build: bool, sleep: bool,
-        seed: int = 7) -> dict[str, Any]:
+        seed: int = 7, recalls: int = 200) -> dict[str, Any]:
     """Load (when ``build``) and time every page; returns the figures."""
     from starlette.testclient import TestClient
 
@@ -74,7 +74,7 @@ def run(home: Path, n: int, turns: int, runs: int, *, build: bool, sleep: bool,
     loaded: dict[str, Any] = {}
     if build:
         t0 = time.perf_counter()
-        loaded = build_store(home, n, turns, recalls=200, seed=seed)
+        loaded = build_store(home, n, turns, recalls=recalls, seed=seed, progress=False)
         loaded["load_s"] = round(time.perf_counter() - t0, 1)
     cfg = Config.load(home=home, embedder="hashing")
     rng = random.Random(seed)
@@ -114,6 +114,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--turns", type=int, default=500_000)
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--recalls", type=int, default=200,
+                    help="recalls run while loading (the journal and attention they leave)")
     ap.add_argument("--sleep", action="store_true", help="sleep once first (clusters)")
     ap.add_argument("--keep", type=Path, default=None,
                     help="keep the loaded store here and reuse it on later runs")
@@ -128,7 +130,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"loading {args.n:,} memories and {args.turns:,} turns into {home} …",
                   file=sys.stderr, flush=True)
         res = run(home, args.n, args.turns, args.runs, build=build, sleep=args.sleep,
-                  seed=args.seed)
+                  seed=args.seed, recalls=args.recalls)
         if build:
             marker.write_text(json.dumps({"n": args.n, "turns": args.turns}))
     print(json.dumps(res, ensure_ascii=False), flush=True)

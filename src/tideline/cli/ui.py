@@ -35,7 +35,7 @@ def ui(
 
     import uvicorn
 
-    from tideline.mcp.transports import check_binding, read_token
+    from tideline.access import check_binding, read_token
     from tideline.memory import Memory
     from tideline.ui.app import build_app
 

@@ -216,7 +216,7 @@ def build_app(mem: Memory, *, host: str = "127.0.0.1", port: int = 8766,
     Raises:
         InvalidInput: a non-loopback host without a token, or a token that is too short.
     """
-    from tideline.mcp.transports import check_binding
+    from tideline.access import check_binding
     from tideline.ui.pages import routes
 
     check_binding(host, token)

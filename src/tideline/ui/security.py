@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from tideline.mcp.transports import is_loopback
+from tideline.access import is_loopback
 
 __all__ = ["CSP", "Guard", "allowed_hosts", "new_csrf_token"]
 
