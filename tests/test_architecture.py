@@ -39,12 +39,12 @@ def package(name: str) -> tuple[str, str]:
 #: (bench, demo). Everything else is below the facade.
 ABOVE_FACADE = ("tideline", "tideline.__main__", "tideline._entry", "tideline.memory",
                 *package("tideline.cli"), *package("tideline.mcp"), *package("tideline.hooks"),
-                *package("tideline.plugins"), *package("tideline.bench"),
+                *package("tideline.plugins"), *package("tideline.ui"), *package("tideline.bench"),
                 *package("tideline.demo"), "tideline.sleep.__main__")
 
 #: The surfaces: they call the facade, never the modules its verbs delegate to.
 SURFACES = (*package("tideline.cli"), *package("tideline.mcp"), *package("tideline.hooks"),
-            *package("tideline.plugins"))
+            *package("tideline.plugins"), *package("tideline.ui"))
 
 #: Modules that hold the work of facade verbs which once did it inline in ``memory.py``
 #: (issue 11, "Shape": the facade validates and delegates). Each takes the runtime.

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from tideline.inject.result import InjectResult
     from tideline.sleep.scan import ScanResult
     from tideline.store.agent import AgentReader
+    from tideline.store.browse import BrowseStore
 
 __all__ = ["GLOBAL_KINDS", "ImportResult", "Memory", "open_for_import", "parse_time"]
 
@@ -507,6 +508,50 @@ class Memory:
 
         return events(self._rt, kinds=kinds, limit=limit,
                       all_scopes=clean_flag(all_scopes, "all_scopes"))
+
+    @property
+    def browse(self) -> BrowseStore:
+        """Paged, index-served reads for a person browsing this namespace (the UI)."""
+        from tideline.store.browse import BrowseStore
+
+        return BrowseStore(self.store)
+
+    def conflicts(self, *, scope: str | None = None, all_scopes: bool = False,
+                  limit: int = 50) -> list[dict[str, Any]]:
+        """Open corrections and conflicts: live pairs joined by ``updates`` or ``contradicts``.
+
+        Args:
+            scope: the project (with ``global``; default: the current one).
+            all_scopes: every project of the namespace instead (an explicit choice).
+            limit: at most this many pairs, newest first.
+
+        Returns:
+            Pairs ``{"src", "dst", "type", "weight", "created_at", "a", "b"}``.
+
+        Raises:
+            InvalidInput: a malformed scope or limit.
+        """
+        from tideline.write.conflicts import conflicts
+
+        limit = clean_int(limit, "limit", lo=1, hi=500)
+        every = clean_flag(all_scopes, "all_scopes")
+        return conflicts(self._rt, scopes=None if every else self._rt.visible(scope),
+                         limit=limit)
+
+    def resolve_conflict(self, src: int, dst: int, action: str, *, keep: int | None = None,
+                         scope: str | None = None, all_scopes: bool = False) -> dict[str, Any]:
+        """Settle a pair: ``keep_both`` (both stay; the pair becomes ``related``) or
+        ``supersede`` (``keep`` supersedes the other, as DREAM's apply does); journaled.
+
+        Raises:
+            InvalidInput: bad ids or action.
+            NotFound: no open pair between them visible to the scope.
+            Conflict: one of them was superseded meanwhile.
+        """
+        from tideline.write.conflicts import resolve_conflict
+
+        return resolve_conflict(self._rt, src, dst, action, keep=keep, scope=scope,
+                                all_scopes=clean_flag(all_scopes, "all_scopes"))
 
     def introspect(self, *, all_scopes: bool = False) -> dict[str, Any]:
         """Store statistics, the current project and the embedder in force.
@@ -1037,6 +1082,21 @@ class Memory:
         from tideline.sleep.views import entity_graph
 
         return entity_graph(self._rt, limit=limit)
+
+    def cluster_map(self, *, scope: str | None = None, all_scopes: bool = False,
+                    days: int = 30) -> dict[str, Any]:
+        """The embedding clusters as a 2-D map (PCA of their centroids) with the attention
+        grid, for one project (with ``global``) or every one; empty before the first sleep.
+
+        Raises:
+            InvalidInput: a malformed scope or ``days`` out of range.
+        """
+        from tideline.report.build import cluster_map
+
+        days = clean_int(days, "days", lo=1, hi=3650)
+        every = clean_flag(all_scopes, "all_scopes")
+        return cluster_map(self._rt, scopes=None if every else self._rt.visible(scope),
+                           days=days)
 
     @reads_standby
     def report(self, *, days: int = 30, all_scopes: bool = False) -> dict[str, Any]:

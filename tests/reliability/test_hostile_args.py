@@ -52,6 +52,7 @@ VALID: dict[str, Any] = {
     "text": "the orchard exports run nightly", "gesture": "we moved the exports to 02:00",
     "query": "orchard exports", "ids": [1], "memory_id": 1, "thread_id": 1,
     "reward": 0.5, "limit": 5, "scope": "atlas", "project": "atlas", "kind": "fact",
+    "src": 2, "dst": 1, "action": "keep_both", "keep": None,
     "tags": ["ops"], "source_links": None, "event_time": "2024-05-08T12:00Z",
     "importance": 3, "emotional": 2, "recurrence": 1, "unresolved": 1,
     "idempotency_key": None, "source": "api", "context": "standup",

@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 
 from tideline.cli import INTERNAL_ERROR, app
 
-# Long-running servers are not fuzzed here (serve is covered by tests/mcp).
-SKIP = {("serve",)}
+# Long-running servers are not fuzzed here (serve is covered by tests/mcp, ui by tests/ui).
+SKIP = {("serve",), ("ui",)}
 TOKENS = ["1e20", "-1e20", "nan", "inf", "-1", "0", "1.5", "9223372036854775808", "abc", "",
           " ", "\udcff", "0001-01-01", "2024-01-01T00:00+25:00", "../x", "global", "1",
           "x" * 3000, "{}", "[]", "--json", "--help-me", "fact", "comb", "orchard"]

@@ -7,7 +7,7 @@ import sys
 
 NAMES = ("recall", "real", "calibrate", "multihop", "sleep", "answerability", "conversation",
          "hooks", "secrets", "locomo", "longmemeval", "pgvector-scale", "writers", "cores",
-         "replicas", "gate")
+         "replicas", "gate", "ui")
 
 
 def main() -> None:

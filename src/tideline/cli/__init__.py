@@ -30,7 +30,7 @@ __all__ = ["DISTRIBUTION", "INTERNAL_ERROR", "app", "database_first", "emit", "f
 def main() -> None:
     """Console-script entry point."""
     # Importing the modules registers their commands on ``app``.
-    from tideline.cli import agent, archive, commands, dream, sleep  # noqa: F401
+    from tideline.cli import agent, archive, commands, dream, sleep, ui  # noqa: F401
 
     sys.argv[1:] = database_first(sys.argv[1:])
     app()

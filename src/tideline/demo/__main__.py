@@ -140,6 +140,10 @@ def main() -> None:
                 f"{info['sessions']} · edges {info['edges']} · scopes {info['scopes']}\n"
                 f"embedder {info['embedder']['marker']} · linked turns of #{decision_id}: "
                 f"{len(rec['turns'])}"))
+            # The demo's store is temporary; a person's own store is the one to look into.
+            console.print("\nSee into your own memory — search it, follow a memory back to "
+                          "its conversation, fix it, approve what DREAM wants to change: "
+                          "open it with `tideline ui` (`--store DIR` for another store).")
 
 
 if __name__ == "__main__":

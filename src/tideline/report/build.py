@@ -30,7 +30,7 @@ from tideline.store.reporting import ReportStore
 if TYPE_CHECKING:
     from tideline.runtime import Runtime
 
-__all__ = ["REFLECT_RATIO_WARN", "build_report"]
+__all__ = ["REFLECT_RATIO_WARN", "build_report", "cluster_map"]
 
 #: Below this share of recalls followed by feedback, the report warns.
 REFLECT_RATIO_WARN = 0.1
@@ -340,3 +340,32 @@ def _where(rt: Runtime) -> str:
     if rt.store.backend == "sqlite":
         return str(rt.config.home)
     return str(rt.store.describe()["database"])
+
+
+def cluster_map(rt: Runtime, *, scopes: list[str] | None, days: int = 30) -> dict[str, Any]:
+    """The map of the embedding clusters and the attention grid, without the rest of the
+    report (what ``tideline ui``'s map page draws; a page, so it stays cheap).
+
+    Args:
+        rt: the memory's parts.
+        scopes: only clusters of these scopes (None: every scope).
+        days: the attention window, ending now.
+
+    Returns:
+        ``{"points": [...], "grid": {"days", "rows"}, "adjacency": [...]}``: the points
+        and grid as in :func:`build_report`'s ``clusters`` and ``attention``, and the
+        strongest adjacencies between the clusters shown (``a``, ``b``, ``shared``
+        members); empty until a sleep has built clusters.
+    """
+    cons = ConsolidationStore(rt.store)
+    if not cons.emb_clusters(scopes):  # before the first sleep: nothing to draw
+        return {"points": [], "grid": {"days": [], "rows": []}, "adjacency": []}
+    attention = heatmap(cons, scopes=scopes, days=days, top=10)
+    points = _cluster_map(cons, attention)["points"]
+    if scopes is not None:
+        points = [p for p in points if p["scope"] in scopes]
+    shown = {p["id"] for p in points}
+    pairs = [(a, b, n) for a, b, n in cons.adjacency_rows(sorted(shown)) if b in shown]
+    pairs.sort(key=lambda r: (-r[2], r[0], r[1]))
+    return {"points": points, "grid": attention["grid"],
+            "adjacency": [{"a": a, "b": b, "shared": n} for a, b, n in pairs[:60]]}
