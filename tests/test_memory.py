@@ -233,7 +233,9 @@ def test_journal_and_attention(mem: Memory) -> None:
 
 def test_retention_is_in_the_score(mem: Memory) -> None:
     fresh = mem.remember("the blue notebook holds the kiln recipes")
-    stale = mem.remember("the red notebook holds the kiln recipes")
+    stale = mem.remember("kiln recipes also sit in the red notebook on the shelf")
+    # Not a correction (which would rank the newer statement first whatever its retention).
+    assert stale.decision != "correct"
     run(mem, "UPDATE memories SET last_access = ?, stability = 1 WHERE id = ?",
         (time.time() - 60 * 86400, stale.id))
     items = mem.recall("notebook kiln recipes").items

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from tideline.cli import app, guarded
+from tideline.cli.base import app, guarded
 from tideline.cli.commands import EmbOpt, NsOpt, StoreOpt
 
 __all__ = ["ui"]

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from starlette.routing import BaseRoute
 
 if TYPE_CHECKING:
-    from tideline.ui.app import UI
+    from tideline.ui.core import UI
 
 __all__ = ["routes"]
 

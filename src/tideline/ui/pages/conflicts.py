@@ -11,10 +11,10 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from tideline.errors import InvalidInput
-from tideline.ui.app import link, redirect
+from tideline.ui.core import link, redirect
 
 if TYPE_CHECKING:
-    from tideline.ui.app import UI
+    from tideline.ui.core import UI
 
 __all__ = ["routes"]
 

@@ -24,11 +24,11 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from tideline.errors import InvalidInput, NotFound
-from tideline.ui.app import link, redirect
+from tideline.ui.core import link, redirect
 
 if TYPE_CHECKING:
     from tideline.dream.providers import Completion, Message, Provider
-    from tideline.ui.app import UI, View
+    from tideline.ui.core import UI, View
 
 __all__ = ["Recorder", "filtered", "routes"]
 

@@ -13,7 +13,7 @@ from starlette.routing import BaseRoute, Route
 from tideline.report import svg
 
 if TYPE_CHECKING:
-    from tideline.ui.app import UI
+    from tideline.ui.core import UI
 
 __all__ = ["routes"]
 

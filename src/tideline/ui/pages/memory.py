@@ -13,10 +13,10 @@ from starlette.routing import BaseRoute, Route
 
 from tideline.errors import InvalidInput, NotFound
 from tideline.models import MemoryRecord
-from tideline.ui.app import link, number, redirect
+from tideline.ui.core import link, number, redirect
 
 if TYPE_CHECKING:
-    from tideline.ui.app import UI, View
+    from tideline.ui.core import UI, View
 
 __all__ = ["routes"]
 

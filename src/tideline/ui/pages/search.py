@@ -11,10 +11,10 @@ from starlette.routing import BaseRoute, Route
 
 from tideline.errors import InvalidInput
 from tideline.models import KINDS, RecallItem, RecallPacket
-from tideline.ui.app import number
+from tideline.ui.core import number
 
 if TYPE_CHECKING:
-    from tideline.ui.app import UI
+    from tideline.ui.core import UI
 
 __all__ = ["routes"]
 
