@@ -144,6 +144,12 @@ class RecallTuning:
     # reorderings are what find the evidence (R@5 0.757 -> 0.734 with it; LongMemEval
     # dev unchanged when applied before the role rules, sR@5 0.942 -> 0.925 after them).
     keep_sources: bool = False
+    # Turn-level knowledge updates (recall/restated.py): among the first ten turns, a
+    # later turn of the same speaker in another session, holding update_coverage of the
+    # query's keywords as the earlier one does, and scoring update_ratio of it, is put
+    # just above it (0 disables).
+    update_ratio: float = 0.95
+    update_coverage: float = 0.6
 
 
 @dataclass(frozen=True)

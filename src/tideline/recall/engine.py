@@ -45,6 +45,7 @@ from tideline.recall import (
     lifts,
     listener,
     morph,
+    restated,
     roles,
     sentences,
     trust,
@@ -248,6 +249,7 @@ class RecallEngine:
                 self._keep_sources(cands, lifted)
             self._discount_roles(query, cands, turns)
             self._diversify(query, cands, turns)
+            self._later_first(cands, turns)
         ranked = sorted(cands.values(), key=lambda c: -c.score)
         ranked = [c for c in ranked if (c.similarity >= profile.floor or c.keyword > 0
                                         or c.source == "graph" or (c.type, c.key) in dated)
@@ -525,6 +527,23 @@ class RecallEngine:
             [(turns[c.key].scope, turns[c.key].session) for c in ranked], decay)
         for cand, factor in zip(ranked, factors, strict=True):
             cand.score *= factor
+
+    def _later_first(self, cands: dict[tuple[str, int], Candidate],
+                     turns: dict[int, Turn]) -> None:
+        """Of two turns telling the same thing, the later one first
+        (:mod:`tideline.recall.restated`); last of all."""
+        tune = self.config.recall
+        if tune.update_ratio <= 0:
+            return
+        ranked = sorted((c for c in cands.values() if c.type == "turn"), key=lambda c: -c.score)
+        told = [restated.Told(c.key, c.score, (turns[c.key].scope,
+                                                turns[c.key].speaker or turns[c.key].role),
+                              turns[c.key].session,
+                              turns[c.key].timestamp or turns[c.key].recorded_at, c.keyword)
+                for c in ranked[:10]]
+        for key, score in restated.later_first(told, ratio=tune.update_ratio,
+                                               coverage=tune.update_coverage).items():
+            cands[("turn", key)].score = score
 
     @staticmethod
     def _keep_sources(cands: dict[tuple[str, int], Candidate], lifted: dict[int, int]) -> None:
