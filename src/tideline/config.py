@@ -138,6 +138,18 @@ class RecallTuning:
     # every turn but its session's best by session_decay, so the best turns of several
     # sessions come first (recall/diversity.py; 1 disables).
     session_decay: float = 0.9
+    # A turn lifted beside a hit (neighbour rule, carry across a question) never ends
+    # above that hit, whatever the later rules multiply (recall/lifts.py). Off: the lift
+    # itself never sets a neighbour above its hit, and on LoCoMo dev the later rules'
+    # reorderings are what find the evidence (R@5 0.757 -> 0.734 with it; LongMemEval
+    # dev unchanged when applied before the role rules, sR@5 0.942 -> 0.925 after them).
+    keep_sources: bool = False
+    # Turn-level knowledge updates (recall/restated.py): among the first ten turns, a
+    # later turn of the same speaker in another session, holding update_coverage of the
+    # query's keywords as the earlier one does, and scoring update_ratio of it, is put
+    # just above it (0 disables).
+    update_ratio: float = 0.95
+    update_coverage: float = 0.6
 
 
 @dataclass(frozen=True)

@@ -28,10 +28,12 @@ def question_share(text: str) -> float:
     Returns:
         0 for a statement, 1 for a turn made only of questions.
     """
-    total = asked = 0
-    for sentence in _SENTENCE.findall(text):
-        n = len(_WORD.findall(sentence))
-        total += n
-        if sentence.rstrip().endswith(("?", "？")):
-            asked += n
+    if "?" not in text and "？" not in text:  # no question: most long answers
+        return 0.0
+    # The sentences cut the text without cutting a word (no word holds a full stop),
+    # so the words of the whole text are the words of its sentences.
+    asked = sum(len(_WORD.findall(sentence)) for sentence in _SENTENCE.findall(text)
+                if sentence.rstrip().endswith(("?", "？")))
+    total = len(_WORD.findall(text))
     return asked / total if total else 0.0
+
