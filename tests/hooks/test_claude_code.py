@@ -60,7 +60,7 @@ def test_claude_code_runs_tideline_hooks(tmp_path: Path) -> None:
 
     mem = Memory.open(store, embedder=hashing())
     try:
-        events = mem.events(limit=200)
+        events = mem.events(limit=200, all_scopes=True)
         kinds = [e["kind"] for e in events]
         assert "hook_error" not in kinds, [e for e in events if e["kind"] == "hook_error"]
         injects = {e["data"]["kind"] for e in events if e["kind"] == "inject"}

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -196,10 +197,27 @@ def test_malformed_stdio_messages_get_a_json_rpc_error(tmp_path: Path) -> None:
                                            "method": "notifications/initialized"}),
              *bad, "", json.dumps({"jsonrpc": "2.0", "id": 99, "method": "tools/list"})]
     env = dict(os.environ, TIDELINE_EMBEDDER="hashing", TIDELINE_HOME=str(tmp_path / "s"))
-    proc = subprocess.run([sys.executable, "-m", "tideline", "serve", "--scope", "atlas"],
-                          input="\n".join(lines) + "\n", capture_output=True, text=True,
-                          env=env, timeout=120, cwd=tmp_path)
-    replies = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    # stdin stays open until the last answer is in: at end of input the server may stop
+    # before it answers what is still queued (seen under load), which is not the point here.
+    proc = subprocess.Popen([sys.executable, "-m", "tideline", "serve", "--scope", "atlas"],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env=env, cwd=tmp_path)
+    assert proc.stdin is not None and proc.stdout is not None
+    replies: list[dict[str, object]] = []
+    watchdog = threading.Timer(120, proc.kill)  # a server that never answers fails, not hangs
+    watchdog.start()
+    try:
+        proc.stdin.write("\n".join(lines) + "\n")
+        proc.stdin.flush()
+        for line in proc.stdout:
+            if line.strip():
+                replies.append(json.loads(line))
+            if replies and replies[-1].get("id") == 99:
+                break
+    finally:
+        watchdog.cancel()
+        proc.stdin.close()
+        proc.wait(timeout=120)
     assert [r.get("id") for r in replies] == [1, None, None, None, None, 3, 4, 5, "six", 99]
     errors = [r["error"]["code"] for r in replies[1:-1]]
     assert errors == [-32700, -32700, -32600, -32600, -32600, -32600, -32600, -32600]

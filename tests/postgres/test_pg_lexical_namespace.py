@@ -22,6 +22,7 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.archive.helpers import rewrite
 from tests.backend import schema_version
 from tests.conftest import hashing
 from tests.postgres.conftest import at_schema, fresh_database
@@ -271,11 +272,18 @@ def test_an_archive_of_schema_5_imports_with_each_rows_namespace(pg_url: str,
                              "id": "w-1"}], source="jsonl")
         archive = tmp_path / "all.jsonl"
         lite.export(archive, all_namespaces=True)
-    raw = archive.read_text("utf-8").splitlines()
-    head = json.loads(raw[0])
-    assert head["schema_version"] == SCHEMA_VERSION
-    head["schema_version"] = 5
-    archive.write_text("\n".join([json.dumps(head), *raw[1:]]) + "\n", encoding="utf-8")
+    assert json.loads(archive.read_text("utf-8").splitlines()[0])["schema_version"] == \
+        SCHEMA_VERSION
+
+    def at_five(header: dict[str, Any], rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        # An archive written at schema 5 says so in its header and its db_meta row alike.
+        header["schema_version"] = 5
+        for row in rows:
+            if row["t"] == "db_meta" and row["r"]["key"] == "schema_version":
+                row["r"]["value"] = "5"
+        return rows
+
+    rewrite(archive, at_five)
     with Memory.open(tmp_path / "pg", database=pg_url, embedder=hashing(),
                      project="global") as pg:
         loaded = pg.import_archive(archive)

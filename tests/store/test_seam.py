@@ -254,8 +254,11 @@ def test_shared_views_are_portable_sql(name: str) -> None:
 def test_no_database_handle_or_driver_outside_the_store() -> None:
     """Nothing outside store/ reaches into ``.db`` or imports a driver. The exceptions
     read or measure something that is not a Tideline store: Hermes' own state.db
-    (ingest/hermes.py) and pgvector's raw index figures (bench/pgvector_scale.py)."""
-    foreign = {"ingest/hermes.py", "bench/pgvector_scale.py"}
+    (ingest/hermes.py), pgvector's raw index figures (bench/pgvector_scale.py), and the
+    replication bench, which sets up a primary and a standby and reads their WAL positions
+    (bench/pgpair.py, bench/replicas.py)."""
+    foreign = {"ingest/hermes.py", "bench/pgvector_scale.py", "bench/pgpair.py",
+               "bench/replicas.py"}
     leaks: list[str] = []
     for path in SRC.rglob("*.py"):
         rel = path.relative_to(SRC).as_posix()

@@ -170,7 +170,7 @@ def run(runs: int = 10, *, embedder: str = "e5", memories: int = 120) -> dict[st
         try:
             served: dict[str, int] = {}
             waited: list[float] = []
-            for e in mem.events(kinds=["inject"], limit=10_000):
+            for e in mem.events(kinds=["inject"], limit=10_000, all_scopes=True):
                 data = e["data"]
                 if data.get("kind") == "prefetch":
                     key = str(data.get("served_by"))

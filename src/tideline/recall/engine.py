@@ -62,6 +62,8 @@ from tideline.store.rows import memory_index_text, turn_index_text
 __all__ = ["Candidate", "RecallEngine"]
 
 GRAPH_EDGES = ("related", "co_recall", "contradicts")
+#: What the first candidates' edge read brings: the graph's edges and the corrections'.
+READ_EDGES = (*GRAPH_EDGES, corrections.EDGE)
 #: Read the edges of up to this many first candidates beside their records (well under
 #: the stores' id-list chunk, so none is cut off).
 _EDGES_AHEAD = 400
@@ -176,10 +178,12 @@ class RecallEngine:
         memories: dict[int, MemoryRecord] = {}
         turns: dict[int, Turn] = {}
         linked: Later[list[Edge]] | None = None
+        covered: set[int] = set()
         named: set[str] = set()
         if include_memories:
             memories, linked = self._memory_candidates(qv, expressions["m"], scopes, k, kind, since,
                                                until, cands, vec["m"], parallel)
+            covered = set(memories)  # before the graph spread adds the memories it reaches
         if include_turns and kind is None:
             named = self._named(query, scopes)
             names = (self._names.of(named) if self._singles_out(named, scopes) and not degraded
@@ -258,7 +262,9 @@ class RecallEngine:
         abstained = not trusted
         chosen = [] if (abstained and abstain) else ranked[:limit]
         items = tuple(self._item(c, memories, turns, now) for c in chosen)
-        items = corrections.apply(items, self.store)  # the newer statement of two first
+        known = (covered, linked.get()) if linked is not None else None
+        # The newer statement of two first.
+        items = corrections.apply(items, self.store, known=known)
         t2 = time.perf_counter()
         packet = RecallPacket(
             query=query, scope=scope, items=items, abstained=abstained,
@@ -294,12 +300,12 @@ class RecallEngine:
         # A server that reads the three in one statement (recall_rows) saves two.
         together = getattr(self.store, "recall_rows", None) if ahead else None
         if together is not None:
-            recs, edges, got = together(ids, GRAPH_EDGES, only_lexical, scopes,
+            recs, edges, got = together(ids, READ_EDGES, only_lexical, scopes,
                                         self.embedder.dim)
             linked: Later[list[Edge]] | None = Later(lambda: edges, None)
             near = Later(lambda: got, None) if only_lexical else None
         else:
-            linked = (later(functools.partial(self.store.edges_of, ids, GRAPH_EDGES),
+            linked = (later(functools.partial(self.store.edges_of, ids, READ_EDGES),
                             parallel=True) if ahead else None)
             near = (later(functools.partial(self.store.memory_vectors_in, only_lexical, scopes,
                                             self.embedder.dim), parallel=True)
@@ -706,7 +712,8 @@ class RecallEngine:
             if not frontier:
                 return
             if hop == 1 and linked is not None:  # the seeds are among those candidates
-                edges = [e for e in linked.get() if e.src in frontier or e.dst in frontier]
+                edges = [e for e in linked.get() if e.type in GRAPH_EDGES
+                         and (e.src in frontier or e.dst in frontier)]
             else:
                 edges = self.store.edges_of(list(frontier), GRAPH_EDGES)
             reached: dict[int, float] = {}

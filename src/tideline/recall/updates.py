@@ -65,13 +65,17 @@ def newer_first(items: Sequence[RecallItem], edges: Sequence[Edge]) -> list[Reca
     return out
 
 
-def apply(items: Sequence[RecallItem], store: EdgeReader) -> tuple[RecallItem, ...]:
+def apply(items: Sequence[RecallItem], store: EdgeReader, *,
+          known: tuple[set[int], Sequence[Edge]] | None = None) -> tuple[RecallItem, ...]:
     """Mark what each memory item updates and is updated by, and put newer statements
-    first (see the module's docstring). One edge read, none when no memory is listed.
+    first (see the module's docstring). At most one edge read, none when no memory is
+    listed or when ``known`` already holds the edges of every listed memory.
 
     Args:
         items: a ranked packet's items.
         store: the store to read the ``updates`` edges from.
+        known: the ids whose edges were read already, with those edges (recall reads
+            its first candidates' edges beside their records; a statement saved).
 
     Returns:
         The items, marked and reordered.
@@ -79,7 +83,11 @@ def apply(items: Sequence[RecallItem], store: EdgeReader) -> tuple[RecallItem, .
     ids = [int(i.id) for i in items if i.type == "memory"]
     if not ids:
         return tuple(items)
-    edges = store.edges_of(ids, [EDGE])
+    if known is not None and known[0].issuperset(ids):
+        listed = set(ids)
+        edges = [e for e in known[1] if e.type == EDGE and (e.src in listed or e.dst in listed)]
+    else:
+        edges = store.edges_of(ids, [EDGE])
     if not edges:
         return tuple(items)
     updates: dict[int, list[int]] = {}

@@ -29,12 +29,7 @@ def corrections(rs: ReportStore, since: float, limit: int = 10) -> dict[str, Any
     Returns:
         ``{"count": n, "latest": [{"new", "old", "new_text", "old_text", "at"}…]}``.
     """
-    sql = ("SELECT e.src, e.dst, e.created_at, n.gesture, o.gesture FROM edges e "
-           "JOIN memories n ON n.id = e.src JOIN memories o ON o.id = e.dst "
-           "WHERE e.type = 'updates' AND n.namespace = ? AND e.created_at >= ? "
-           "ORDER BY e.created_at DESC, e.src DESC")
-    with rs.db.read() as c:
-        rows = c.execute(sql, (rs.ns, since)).fetchall()
+    rows = rs.updates_edges(since)
     latest = [{"new": int(src), "old": int(dst), "at": iso(float(at)),
                "new_text": " ".join(str(new).split())[:_TEXT],
                "old_text": " ".join(str(old).split())[:_TEXT]}

@@ -85,6 +85,17 @@ class ReportStore(NamespaceView):
                 "GROUP BY memory_id", (self.ns, since)).fetchall()
         return {int(m): int(n) for m, n in rows if m is not None}
 
+    def updates_edges(self, since: float) -> list[tuple[int, int, float, str, str]]:
+        """The ``updates`` edges made since ``since``, newest first: (new id, old id,
+        created at, new gesture, old gesture) — the gate's corrections."""
+        with self.db.read() as c:
+            rows = c.execute(
+                "SELECT e.src, e.dst, e.created_at, n.gesture, o.gesture FROM edges e "
+                "JOIN memories n ON n.id = e.src JOIN memories o ON o.id = e.dst "
+                "WHERE e.type = 'updates' AND n.namespace = ? AND e.created_at >= ? "
+                "ORDER BY e.created_at DESC, e.src DESC", (self.ns, since)).fetchall()
+        return [(int(a), int(b), float(t), str(n), str(o)) for a, b, t, n, o in rows]
+
     def event_counts(self, since: float) -> dict[str, int]:
         """Events per kind in the window."""
         with self.db.read() as c:
