@@ -200,6 +200,26 @@ def test_the_file_dream_apply_takes_is_loaded_checked_like_the_cli_then_applied(
     assert mem.get(s.porto, scope="alpha").recurrence == 4
 
 
+_ITEM = st.fixed_dictionaries({"memory_id": st.one_of(st.integers(-3, 2**64), st.text(max_size=5)),
+                                "recurrence": st.one_of(st.integers(-9, 9), st.none()),
+                                "reason": st.text(max_size=20)})
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(
+    st.binary(max_size=200),
+    st.text(max_size=200).map(str.encode),
+    st.dictionaries(st.sampled_from(["weights", "conflicts", "profiles", "threads", "x"]),
+                    st.lists(_ITEM, max_size=2), max_size=4).map(
+                        lambda d: answer(d).encode())))
+def test_any_uploaded_answer_is_a_plan_or_a_refusal_never_a_crash(
+        fuzz_page: Page, data: bytes) -> None:
+    res = fuzz_page.post("/dream/plan?scope=alpha", {"layer": "comb"},
+                         files={"file": ("answer.json", data, "application/json")})
+    assert res.status_code in (303, 400), res.text[:300]
+    assert "Traceback" not in res.text
+
+
 def test_the_command_serves_on_loopback_and_refuses_other_hosts(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items()
            if k not in ("TIDELINE_DATABASE_URL", "TIDELINE_MCP_TOKEN")}

@@ -125,8 +125,9 @@ def _check(ui: UI, view: View, layer: str, payload: dict[str, Any] | str) -> dic
                                   scope=None if view.all else view.param)
 
 
-async def _answer(form: Any) -> str:
-    """The agent's answer of the form: an uploaded file, else the pasted text.
+async def _answer(form: Any) -> str | None:
+    """The agent's answer of the form: an uploaded file, else the pasted text; ``None``
+    when there is neither (then the configured model is asked).
 
     Raises:
         InvalidInput: the file is not UTF-8 text.
@@ -134,6 +135,7 @@ async def _answer(form: Any) -> str:
     """
     upload = form.get("file")
     if isinstance(upload, UploadFile) and upload.filename:
+        # A chosen file is the answer, even an empty one (refused like the CLI refuses it).
         data = await upload.read(4 * PASTE_CAP + 1)  # UTF-8: at most 4 bytes a character
         if len(data) > 4 * PASTE_CAP:
             raise InputTooLarge(f"{upload.filename!r:.200} is over {PASTE_CAP:,} characters")
@@ -141,14 +143,13 @@ async def _answer(form: Any) -> str:
             raw = data.decode("utf-8")
         except UnicodeDecodeError:
             raise InvalidInput(f"{upload.filename!r:.200} is not UTF-8 text") from None
-        if raw.strip():
-            if len(raw) > PASTE_CAP:
-                raise InputTooLarge(f"{upload.filename!r:.200} is over {PASTE_CAP:,} characters")
-            return raw
+        if len(raw) > PASTE_CAP:
+            raise InputTooLarge(f"{upload.filename!r:.200} is over {PASTE_CAP:,} characters")
+        return raw
     pasted = str(form.get("payload") or "")
     if len(pasted) > PASTE_CAP:
         raise InputTooLarge(f"the answer is over {PASTE_CAP:,} characters")
-    return pasted
+    return pasted if pasted.strip() else None
 
 
 async def plan(ui: UI, request: Request) -> Response:
@@ -160,7 +161,7 @@ async def plan(ui: UI, request: Request) -> Response:
     raw = await _answer(form)
 
     def work() -> tuple[dict[str, Any], dict[str, Any], str]:
-        if raw.strip():
+        if raw is not None:
             from tideline.dream.plan import payload_text
 
             # The CLI's check: the raw text through apply_dream (dry run) raises
