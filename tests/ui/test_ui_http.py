@@ -43,7 +43,9 @@ def test_search_uses_recall_says_why_and_abstains_plainly(mem: Memory) -> None:
     assert f'href="/memory/{s.lisbon}?scope=alpha"' in html
     assert "found by" in html and "confidence" in html
     assert "Project beta deploys" not in html  # another project
-    recalls = [e for e in mem.events(kinds=["recall"]) if e["data"].get("tier") == "ui"]
+    # The test's facade is in project global; the page acted in alpha: the operator's view.
+    recalls = [e for e in mem.events(kinds=["recall"], all_scopes=True)
+               if e["data"].get("tier") == "ui"]
     assert recalls, "the search went through the journaled recall path"
     nothing = page.get("/?scope=alpha&q=zzqx+vvbnm+qwpl").text
     assert "Tideline abstains" in nothing
@@ -101,7 +103,8 @@ def test_actions_go_through_the_facade_and_are_journaled(mem: Memory) -> None:
     assert f"Forget #{s.porto} for real?" in confirm
     page.post(f"/memory/{s.porto}/forget?scope=alpha", {"confirm": "yes"})
     assert page.get(f"/memory/{s.porto}?scope=alpha").status_code == 404
-    kinds = [e["kind"] for e in mem.events(kinds=["reflect", "revise", "forget"])]
+    kinds = [e["kind"] for e in mem.events(kinds=["reflect", "revise", "forget"],
+                                          all_scopes=True)]
     assert sorted(kinds) == ["forget", "reflect", "revise"]
     journal = page.get("/journal?scope=alpha&group=writes").text
     assert 'class="ev-forget"' in journal and 'class="ev-revise"' in journal
@@ -232,7 +235,8 @@ def test_conflicts_keep_both_and_supersede(mem: Memory) -> None:
                 (s.porto, s.lisbon)) == [("related",)]
     assert mem.get(s.lisbon, scope="alpha").status != "superseded"
     assert page.get("/conflicts?scope=alpha").text.count('class="pair"') == 0
-    done = [e["data"]["action"] for e in mem.events(kinds=["conflict_resolved"])]
+    done = [e["data"]["action"]
+            for e in mem.events(kinds=["conflict_resolved"], all_scopes=True)]
     assert sorted(done) == ["keep_both", "supersede"]
     again = page.post("/conflicts/resolve?scope=alpha",
                       {"src": s.porto, "dst": s.lisbon, "action": "keep_both"})
