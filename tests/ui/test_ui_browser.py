@@ -1,12 +1,17 @@
 """`tideline ui` in a real browser: Playwright driving the Debian Chromium against the app
 served by uvicorn on loopback (one server and one browser for the module).
 
-The screenshots in docs/ui/ are taken here, from the pages the tests just checked.
+The screenshots of docs/ui.md are taken here, from the pages the tests just checked. They
+land in docs/ui/ only when `TIDELINE_UI_SHOTS` names a directory
+(`TIDELINE_UI_SHOTS=docs/ui make test`); otherwise in pytest's temporary directory, so a
+plain test run still takes them (a page that cannot render still fails) without dirtying
+the git tree.
 """
 
 from __future__ import annotations
 
 import html
+import os
 import re
 import socket
 import threading
@@ -29,7 +34,7 @@ from tideline.errors import NotFound
 from tideline.ui.app import build_app
 
 CHROMIUM = Path("/usr/bin/chromium")
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "ui"
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.skipif(
     not CHROMIUM.exists(),
@@ -102,10 +107,26 @@ def browser() -> Iterator[Any]:
             chromium.close()
 
 
+def shots_dir(tmp: Path) -> Path:
+    """Where screenshots go: `TIDELINE_UI_SHOTS` (relative to the repository root) when set,
+    else `tmp`."""
+    named = os.environ.get("TIDELINE_UI_SHOTS", "").strip()
+    if not named:
+        return tmp
+    path = Path(named)
+    return path if path.is_absolute() else ROOT / path
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return shots_dir(tmp_path_factory.mktemp("shots"))
+
+
 @pytest.fixture
-def page(browser: Any) -> Iterator[Any]:
+def page(browser: Any, shots: Path) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1200, "height": 900})
     tab = context.new_page()
+    tab.shots = shots
     dialogs: list[str] = []
     tab.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
     tab.dialogs = dialogs
@@ -115,9 +136,30 @@ def page(browser: Any) -> Iterator[Any]:
         context.close()
 
 
-def shot(page: Any, name: str) -> None:
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=False)
+def shot(page: Any, name: str) -> Path:
+    page.shots.mkdir(parents=True, exist_ok=True)
+    path: Path = page.shots / f"{name}.png"
+    page.screenshot(path=str(path), full_page=False)
+    assert path.stat().st_size > 0
+    return path
+
+
+def test_screenshots_stay_out_of_the_tree_unless_asked(
+        served: Served, page: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    before = {p.name: p.stat().st_mtime_ns for p in (ROOT / "docs" / "ui").glob("*.png")}
+    page.goto(f"{served.url}/journal")
+    path = shot(page, "journal")
+    assert path.stat().st_size > 0
+    if not os.environ.get("TIDELINE_UI_SHOTS", "").strip():
+        assert ROOT not in path.parents, path
+        after = {p.name: p.stat().st_mtime_ns for p in (ROOT / "docs" / "ui").glob("*.png")}
+        assert after == before
+    monkeypatch.delenv("TIDELINE_UI_SHOTS", raising=False)
+    assert shots_dir(tmp_path) == tmp_path
+    monkeypatch.setenv("TIDELINE_UI_SHOTS", "docs/ui")
+    assert shots_dir(tmp_path) == ROOT / "docs" / "ui"
+    monkeypatch.setenv("TIDELINE_UI_SHOTS", str(tmp_path / "x"))
+    assert shots_dir(tmp_path) == tmp_path / "x"
 
 
 def test_search_open_a_memory_and_follow_its_source_into_the_conversation(

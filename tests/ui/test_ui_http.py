@@ -4,13 +4,17 @@ namespaces out, and every action is a journaled POST."""
 
 from __future__ import annotations
 
+import json
 import re
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pytest
 from tests.backend import Backend, rows
 from tests.conftest import hashing
-from tests.ui.helpers import DAY, ORIGIN, Page, seed
+from tests.ui.helpers import DAY, DAY_TS, ORIGIN, Page, seed
 
 from tideline import Memory
 
@@ -39,6 +43,7 @@ def test_search_uses_recall_says_why_and_abstains_plainly(mem: Memory) -> None:
     assert f'href="/memory/{s.lisbon}?scope=alpha"' in html
     assert "found by" in html and "confidence" in html
     assert "Project beta deploys" not in html  # another project
+    # The test's facade is in project global; the page acted in alpha: the operator's view.
     recalls = [e for e in mem.events(kinds=["recall"], all_scopes=True)
                if e["data"].get("tier") == "ui"]
     assert recalls, "the search went through the journaled recall path"
@@ -98,7 +103,8 @@ def test_actions_go_through_the_facade_and_are_journaled(mem: Memory) -> None:
     assert f"Forget #{s.porto} for real?" in confirm
     page.post(f"/memory/{s.porto}/forget?scope=alpha", {"confirm": "yes"})
     assert page.get(f"/memory/{s.porto}?scope=alpha").status_code == 404
-    kinds = [e["kind"] for e in mem.events(kinds=["reflect", "revise", "forget"], all_scopes=True)]
+    kinds = [e["kind"] for e in mem.events(kinds=["reflect", "revise", "forget"],
+                                          all_scopes=True)]
     assert sorted(kinds) == ["forget", "reflect", "revise"]
     journal = page.get("/journal?scope=alpha&group=writes").text
     assert 'class="ev-forget"' in journal and 'class="ev-revise"' in journal
@@ -140,6 +146,56 @@ def test_new_items_show_without_a_restart(mem: Memory, store_dir: Path,
     assert f'/memory/{mid}?scope=alpha' in page.get("/?scope=alpha&q=trip+Kyoto+April").text
 
 
+ROOT = Path(__file__).resolve().parents[2]
+
+#: Another process (what a hook or the MCP server is): opens the same store through the
+#: facade, stores a turn of a new session and a memory linked to it, prints their ids.
+WRITER = textwrap.dedent("""
+    import json, sys
+    sys.path[:0] = [sys.argv[1] + "/src", sys.argv[1]]
+    from tests.backend import open_memory
+    from tests.conftest import hashing
+    url = sys.argv[3] or None
+    mem = open_memory(sys.argv[2], url, embedder=hashing(), project="alpha")
+    try:
+        turn = mem.add_turns([{"speaker": "user", "session": "s-kyoto",
+                               "timestamp": float(sys.argv[4]),
+                               "text": "We fly to Kyoto in April for the cherry blossoms."}],
+                             scope="alpha").turn_ids[0]
+        mid = mem.remember("The user plans a trip to Kyoto in April.", scope="alpha",
+                           source_links=[turn]).id
+    finally:
+        mem.close()
+    print(json.dumps({"turn": turn, "memory": mid}))
+""")
+
+
+def test_a_write_by_another_process_shows_on_the_next_page_load(
+        mem: Memory, store_dir: Path, backend: Backend) -> None:
+    seed(mem)
+    page = Page(mem)  # the same app object serves before and after
+    before = {url: page.get(url).text for url in (
+        "/?scope=alpha&q=trip+Kyoto+April", "/journal?scope=alpha",
+        f"/conversations?scope=alpha&day={DAY}")}
+    assert not any("trip to Kyoto" in t or "s-kyoto" in t for t in before.values())
+    proc = subprocess.run(
+        [sys.executable, "-c", WRITER, str(ROOT), str(store_dir), backend.url or "",
+         str(DAY_TS + 600)],
+        capture_output=True, text=True, timeout=300, check=False, env=backend.env(),
+        cwd=store_dir.parent)
+    assert proc.returncode == 0, proc.stderr
+    wrote = json.loads(proc.stdout.strip().splitlines()[-1])
+    mid = wrote["memory"]
+    memory = page.get(f"/memory/{mid}?scope=alpha")
+    assert memory.status_code == 200
+    assert "The user plans a trip to Kyoto in April." in memory.text
+    assert "We fly to Kyoto in April" in memory.text  # its source turn, as the conversation
+    assert f"/memory/{mid}?scope=alpha" in page.get("/?scope=alpha&q=trip+Kyoto+April").text
+    assert f"/memory/{mid}?scope=alpha" in page.get("/journal?scope=alpha").text
+    assert "s-kyoto" in page.get(f"/conversations?scope=alpha&day={DAY}").text
+    assert "We fly to Kyoto" in page.get("/session?scope=alpha&id=s-kyoto").text
+
+
 def test_journal_pages_from_the_database(mem: Memory) -> None:
     seed(mem)
     for i in range(60):
@@ -179,7 +235,8 @@ def test_conflicts_keep_both_and_supersede(mem: Memory) -> None:
                 (s.porto, s.lisbon)) == [("related",)]
     assert mem.get(s.lisbon, scope="alpha").status != "superseded"
     assert page.get("/conflicts?scope=alpha").text.count('class="pair"') == 0
-    done = [e["data"]["action"] for e in mem.events(kinds=["conflict_resolved"], all_scopes=True)]
+    done = [e["data"]["action"]
+            for e in mem.events(kinds=["conflict_resolved"], all_scopes=True)]
     assert sorted(done) == ["keep_both", "supersede"]
     again = page.post("/conflicts/resolve?scope=alpha",
                       {"src": s.porto, "dst": s.lisbon, "action": "keep_both"})

@@ -4,12 +4,14 @@ changes, and the real command on loopback."""
 
 from __future__ import annotations
 
+import html
 import os
 import re
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import httpx
@@ -159,6 +161,63 @@ def test_an_agents_pasted_answer_is_reviewed_then_rejected(mem: Memory) -> None:
     assert dump(mem) == before
     bad = page.post("/dream/plan?scope=alpha", {"layer": "comb", "payload": "{not json"})
     assert bad.status_code == 400
+
+
+def test_the_file_dream_apply_takes_is_loaded_checked_like_the_cli_then_applied(
+        mem: Memory) -> None:
+    from tideline.dream.errors import LLMOutputInvalid
+
+    s = seed(mem)
+    page = Page(mem)
+    before = dump(mem)
+    body = answer({"weights": [{"memory_id": s.porto, "recurrence": 4, "reason": "monthly"}],
+                   "conflicts": [], "profiles": [], "self_concept": [], "threads": []})
+    fenced = f"Here is the plan:\n```json\n{body}\n```\n".encode()  # as agents write it
+
+    def upload(data: bytes, name: str = "answer.json") -> Any:
+        return page.post("/dream/plan?scope=alpha", {"layer": "comb"},
+                         files={"file": (name, data, "application/json")})
+
+    res = upload(fenced)
+    assert res.status_code == 303, res.text[:500]
+    shown = page.get(res.headers["location"]).text
+    assert f"#{s.porto} recurrence 1→4" in shown and "agent" in shown
+    assert dump(mem) == before  # loaded and shown: nothing changed
+    # What `tideline dream apply comb FILE` refuses, the page refuses with the same words.
+    unknown = answer({"weights": [{"memory_id": 987654, "recurrence": 4, "reason": "x"}],
+                      "conflicts": [], "profiles": [], "self_concept": [], "threads": []})
+    with pytest.raises(LLMOutputInvalid) as cli:
+        mem.apply_dream("comb", unknown, scope="alpha", dry_run=True)
+    refused = upload(unknown.encode())
+    assert refused.status_code == 400
+    assert html.escape(cli.value.problems[0]) in refused.text
+    assert upload(b"\xff\xfe{}").status_code == 400  # not UTF-8, as the CLI says
+    assert upload(b"[1, 2]").status_code == 400
+    assert dump(mem) == before
+    pid = res.headers["location"].split("/dream/plan/")[1].split("?")[0]
+    done = page.post(f"/dream/plan/{pid}/apply?scope=alpha", {"item": "weights:0"})
+    assert done.status_code == 303
+    assert mem.get(s.porto, scope="alpha").recurrence == 4
+
+
+_ITEM = st.fixed_dictionaries({"memory_id": st.one_of(st.integers(-3, 2**64), st.text(max_size=5)),
+                                "recurrence": st.one_of(st.integers(-9, 9), st.none()),
+                                "reason": st.text(max_size=20)})
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(
+    st.binary(max_size=200),
+    st.text(max_size=200).map(str.encode),
+    st.dictionaries(st.sampled_from(["weights", "conflicts", "profiles", "threads", "x"]),
+                    st.lists(_ITEM, max_size=2), max_size=4).map(
+                        lambda d: answer(d).encode())))
+def test_any_uploaded_answer_is_a_plan_or_a_refusal_never_a_crash(
+        fuzz_page: Page, data: bytes) -> None:
+    res = fuzz_page.post("/dream/plan?scope=alpha", {"layer": "comb"},
+                         files={"file": ("answer.json", data, "application/json")})
+    assert res.status_code in (303, 400), res.text[:300]
+    assert "Traceback" not in res.text
 
 
 def test_the_command_serves_on_loopback_and_refuses_other_hosts(tmp_path: Path) -> None:

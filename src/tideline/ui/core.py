@@ -170,13 +170,13 @@ class UI:
         html = self.env.get_template(template).render(**base, **context)
         return HTMLResponse(html, status_code=status)
 
-    async def form(self, request: Request) -> FormData:
-        """A POSTed form after its CSRF check.
+    async def form(self, request: Request, *, files: int = 0) -> FormData:
+        """A POSTed form after its CSRF check (``files``: how many uploads it may carry).
 
         Raises:
             HTTPException: 403 when the CSRF token is missing or wrong.
         """
-        form = await request.form(max_files=0, max_fields=200, max_part_size=2_000_000)
+        form = await request.form(max_files=files, max_fields=200, max_part_size=2_000_000)
         if not csrf_ok(self.csrf, form.get("csrf")):
             raise HTTPException(403, "missing or wrong CSRF token: reload the page")
         return form

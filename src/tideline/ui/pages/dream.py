@@ -3,9 +3,13 @@ approved or rejected item by item, then applied.
 
 A plan is one layer's answer: asked of the configured provider through the real
 provider path (journaled ``dream_call``, checked against the layer's schema, retried
-once) in a dry run, or pasted by an agent that answered the prompt itself (the
-agent-driven flow). Until "apply", nothing in the store changes — exactly as the CLI's
-``--dry-run`` and ``dream apply``: apply sends the approved items through
+once) in a dry run, or an agent's answer to ``tideline dream --print-prompt LAYER`` (the
+agent-driven flow), pasted or uploaded as the very file ``tideline dream apply LAYER FILE``
+takes — read and checked exactly as that command does (UTF-8, at most 4,000,000
+characters, a code fence tolerated, the layer's schema and the ids it names checked by
+:meth:`~tideline.Memory.apply_dream` in a dry run). Until "apply", nothing in the store
+changes — exactly as the CLI's ``--dry-run`` and ``dream apply``: apply sends the approved
+items through
 :meth:`~tideline.Memory.apply_dream`, which checks them again and re-checks every
 version in its transaction.
 """
@@ -19,11 +23,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from tideline.errors import InvalidInput, NotFound
+from tideline.errors import InputTooLarge, InvalidInput, NotFound
 from tideline.ui.core import link, redirect
 
 if TYPE_CHECKING:
@@ -34,7 +39,7 @@ __all__ = ["Recorder", "filtered", "routes"]
 
 #: Plans kept in the app's memory (the oldest go first).
 PLANS_KEPT = 20
-#: The most characters of a pasted answer.
+#: The most characters of a pasted or uploaded answer (the CLI's `dream apply` limit).
 PASTE_CAP = 4_000_000
 
 
@@ -114,31 +119,58 @@ def _ask(ui: UI, view: View, layer: str) -> tuple[dict[str, Any], dict[str, Any]
     return json.loads(recorder.texts[-1]), result
 
 
-def _check(ui: UI, view: View, layer: str, payload: dict[str, Any]) -> dict[str, Any]:
+def _check(ui: UI, view: View, layer: str, payload: dict[str, Any] | str) -> dict[str, Any]:
     with ui.lock:
         return ui.mem.apply_dream(layer, payload, dry_run=True, settings=_settings(ui),
                                   scope=None if view.all else view.param)
 
 
+async def _answer(form: Any) -> str | None:
+    """The agent's answer of the form: an uploaded file, else the pasted text; ``None``
+    when there is neither (then the configured model is asked).
+
+    Raises:
+        InvalidInput: the file is not UTF-8 text.
+        InputTooLarge: it is over :data:`PASTE_CAP` characters.
+    """
+    upload = form.get("file")
+    if isinstance(upload, UploadFile) and upload.filename:
+        # A chosen file is the answer, even an empty one (refused like the CLI refuses it).
+        data = await upload.read(4 * PASTE_CAP + 1)  # UTF-8: at most 4 bytes a character
+        if len(data) > 4 * PASTE_CAP:
+            raise InputTooLarge(f"{upload.filename!r:.200} is over {PASTE_CAP:,} characters")
+        try:
+            raw = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InvalidInput(f"{upload.filename!r:.200} is not UTF-8 text") from None
+        if len(raw) > PASTE_CAP:
+            raise InputTooLarge(f"{upload.filename!r:.200} is over {PASTE_CAP:,} characters")
+        return raw
+    pasted = str(form.get("payload") or "")
+    if len(pasted) > PASTE_CAP:
+        raise InputTooLarge(f"the answer is over {PASTE_CAP:,} characters")
+    return pasted if pasted.strip() else None
+
+
 async def plan(ui: UI, request: Request) -> Response:
-    form = await ui.form(request)
+    form = await ui.form(request, files=1)
     view = ui.view(request)
     from tideline.dream.prompts import check_layer
 
     layer = check_layer(str(form.get("layer") or ""))
-    pasted = str(form.get("payload") or "").strip()
-    if len(pasted) > PASTE_CAP:
-        raise InvalidInput(f"the answer is over {PASTE_CAP:,} characters")
+    raw = await _answer(form)
 
     def work() -> tuple[dict[str, Any], dict[str, Any], str]:
-        if pasted:
-            try:
-                payload = json.loads(pasted)
-            except ValueError as exc:
-                raise InvalidInput(f"the answer is not JSON: {exc}") from None
-            if not isinstance(payload, dict):
+        if raw is not None:
+            from tideline.dream.plan import payload_text
+
+            # The CLI's check: the raw text through apply_dream (dry run) raises
+            # LLMOutputInvalid for bad JSON, a broken schema or unknown ids.
+            diff = _check(ui, view, layer, raw)
+            payload, _, problems = payload_text(raw)
+            if problems or not isinstance(payload, dict):
                 raise InvalidInput("the answer must be a JSON object")
-            return payload, _check(ui, view, layer, payload), "agent"
+            return payload, diff, "agent"
         payload, diff = _ask(ui, view, layer)
         return payload, diff, "provider"
 
