@@ -9,7 +9,9 @@ own texts, adds nothing; these lists are what it is judged against.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+import statistics
+from collections.abc import Container, Mapping, Sequence
 
 import numpy as np
 
@@ -18,7 +20,7 @@ from tideline.models import Turn
 from tideline.store.base import Store
 from tideline.store.rows import turn_index_text
 
-__all__ = ["Bm25", "TurnBaselines", "rrf"]
+__all__ = ["Bm25", "TurnBaselines", "mean_rows", "ndcg10", "rrf"]
 
 
 class Bm25:
@@ -98,3 +100,17 @@ class TurnBaselines:
         dense = [self.message_of[self._keys[int(i)]] for i in order]
         lexical = self._bm25.search(query, k)
         return {"bm25": lexical, "full_scan": dense, "rrf": rrf(lexical, dense)[:k]}
+
+
+def ndcg10(ranked: Sequence[str], gold: Container[str], n_gold: int) -> float:
+    """NDCG@10 with binary gains of one ranked list (0.0 when nothing is gold)."""
+    dcg = sum(1.0 / math.log2(i + 2) for i, t in enumerate(ranked[:10]) if t in gold)
+    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(n_gold, 10)))
+    return dcg / ideal if ideal else 0.0
+
+
+def mean_rows(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
+    """Each figure's mean over the questions' rows, to three decimals ({} for none)."""
+    if not rows:
+        return {}
+    return {k: round(statistics.fmean(r[k] for r in rows), 3) for k in rows[0]}

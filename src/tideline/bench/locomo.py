@@ -32,9 +32,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import re
-import statistics
 import sys
 import tempfile
 import time
@@ -44,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from tideline.bench.baselines import TurnBaselines
+from tideline.bench.baselines import TurnBaselines, mean_rows, ndcg10
 from tideline.bench.embed_cache import CachedEmbedder
 from tideline.config import Config
 from tideline.embed import Embedder, make_embedder
@@ -124,21 +122,13 @@ def score(ranked: Sequence[str], evidence: Iterable[str]) -> dict[str, float]:
     """R@k for :data:`KS` and NDCG@10 (binary gains) of one ranked list."""
     gold = set(evidence)
     out = {f"r@{k}": len(gold.intersection(ranked[:k])) / len(gold) for k in KS}
-    dcg = sum(1.0 / math.log2(i + 2) for i, t in enumerate(ranked[:10]) if t in gold)
-    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(gold), 10)))
-    out["ndcg@10"] = dcg / ideal
+    out["ndcg@10"] = ndcg10(ranked, gold, len(gold))
     return out
 
 
-def _mean(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
-    if not rows:
-        return {}
-    return {k: round(statistics.fmean(r[k] for r in rows), 3) for k in rows[0]}
-
-
 def _summary(per_q: Sequence[tuple[str, dict[str, float]]]) -> dict[str, Any]:
-    out: dict[str, Any] = {"all": _mean([s for _, s in per_q]), "n": len(per_q)}
-    out["by_category"] = {c: _mean([s for cat, s in per_q if cat == c]) for c in CATEGORIES
+    out: dict[str, Any] = {"all": mean_rows([s for _, s in per_q]), "n": len(per_q)}
+    out["by_category"] = {c: mean_rows([s for cat, s in per_q if cat == c]) for c in CATEGORIES
                           if any(cat == c for cat, _ in per_q)}
     return out
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import statistics
 import sys
 import tempfile
@@ -44,7 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from tideline.bench.baselines import TurnBaselines
+from tideline.bench.baselines import TurnBaselines, mean_rows, ndcg10
 from tideline.bench.embed_cache import CachedEmbedder
 from tideline.bench.locomo import ranked_turns, tuned
 from tideline.config import Config
@@ -136,9 +135,7 @@ def score(ranked: Sequence[str], evidence: set[str], sessions: Mapping[str, str]
     out: dict[str, float] = {}
     for k in KS:
         out[f"r@{k}"] = len(evidence.intersection(ranked[:k])) / max(1, len(evidence))
-    dcg = sum(1.0 / math.log2(i + 2) for i, t in enumerate(ranked[:10]) if t in evidence)
-    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(len(evidence), 10)))
-    out["ndcg@10"] = dcg / ideal if ideal else 0.0
+    out["ndcg@10"] = ndcg10(ranked, evidence, len(evidence))
     gold = set(answer_sessions)
     for k in KS:
         hit = {sessions[t] for t in ranked[:k]} & gold
@@ -147,15 +144,9 @@ def score(ranked: Sequence[str], evidence: set[str], sessions: Mapping[str, str]
     return out
 
 
-def _mean(rows: Sequence[Mapping[str, float]]) -> dict[str, float]:
-    if not rows:
-        return {}
-    return {k: round(statistics.fmean(r[k] for r in rows), 3) for k in rows[0]}
-
-
 def _summary(per_q: Sequence[tuple[str, dict[str, float]]]) -> dict[str, Any]:
-    return {"all": _mean([s for _, s in per_q]), "n": len(per_q),
-            "by_type": {t: _mean([s for typ, s in per_q if typ == t]) for t in TYPES
+    return {"all": mean_rows([s for _, s in per_q]), "n": len(per_q),
+            "by_type": {t: mean_rows([s for typ, s in per_q if typ == t]) for t in TYPES
                         if any(typ == t for typ, _ in per_q)}}
 
 
