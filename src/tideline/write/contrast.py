@@ -51,7 +51,7 @@ from typing import Any, Literal
 from tideline import text as lexical
 
 __all__ = ["ALIGNED", "LINK_OVERLAP", "LINK_SHARED", "MAX_ALIGN", "SLOT_WORDS", "Contrast",
-           "Verdict", "compare", "linkable", "overlap", "weight"]
+           "Verdict", "compare", "linkable", "overlap", "restates", "weight"]
 
 Verdict = Literal["same", "correction", "conflict", "detail"]
 
@@ -526,3 +526,22 @@ def linkable(new: str, old: str) -> bool:
     wb = sum(weight(w, names) for w in sb)
     shared = sum(weight(w, names) for w in sa & sb)
     return shared >= min(LINK_SHARED, wa, wb) and shared / min(wa, wb) >= LINK_OVERLAP
+
+
+def restates(new: str, old: str, contrast: Contrast) -> bool:
+    """Whether ``new`` says again what ``old`` says (the gate may potentiate).
+
+    A ``same`` verdict on one sentence (its words aligned) restates; a ``same`` verdict on
+    two wordings (no slot or polarity differs) only when they share their content
+    (:func:`linkable`): "刘洋这个季度负责beacon的值班" does not restate
+    "刘洋负责审核atlas的发布" however close their vectors.
+
+    Args:
+        new: the text being written.
+        old: the stored text.
+        contrast: ``compare(new, old)``.
+
+    Returns:
+        True when a potentiation keeps everything ``new`` says.
+    """
+    return contrast.verdict == "same" and (contrast.aligned >= ALIGNED or linkable(new, old))
