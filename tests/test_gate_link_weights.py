@@ -68,3 +68,27 @@ def test_one_person_in_two_facts_never_links_them(name: str, pair: list[int], k:
     a = FACTS[pair[0]].format(n=name, p="atlas", d=d, k=k)
     b = FACTS[pair[1]].format(n=name, p="quarry", d=d, k=k)
     assert not linkable(a, b), (a, b)
+
+
+# Hard negatives of the gate bench (seed 8) that e5 puts at cosine 0.935–0.94: two
+# wordings with the same (absent) slots, which the gate potentiated — one fact lost —
+# or linked, when their cosine reached the profile's ``same``.
+ABOVE_SAME = [
+    ("刘洋负责审核atlas的发布，每个周一一次", "刘洋这个季度负责beacon的值班"),
+    ("赵磊负责审核meadow的发布，每个周二一次", "beacon每个周二部署"),
+    ("杨帆负责审核meadow的发布，每个周二一次", "beacon的夜间任务失败后会重试七次，然后通知杨帆"),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), ABOVE_SAME)
+def test_close_vectors_without_shared_content_are_new(old: str, new: str) -> None:
+    cosine = (E5.same + 1) / 2
+    assert judge(new, old, cosine, E5.same, E5.related, E5.abstain)[0] == "new"
+
+
+def test_a_paraphrase_still_potentiates() -> None:
+    assert judge("Remember: the atlas cache TTL is five minutes",
+                 "The atlas cache TTL is 5 minutes", 0.95, E5.same, E5.related,
+                 E5.abstain)[0] == "potentiate"
+    assert judge("提醒：atlas的缓存过期时间是五分钟", "atlas的缓存过期时间是5分钟", 0.95,
+                 E5.same, E5.related, E5.abstain)[0] == "potentiate"
