@@ -31,8 +31,9 @@ Its verdict (:class:`Contrast`):
 
 :func:`linkable` tells whether two texts share enough content for a link, each shared
 word weighed by how much it says (:func:`weight`): :data:`LINK_SHARED` words' worth and
-:data:`LINK_OVERLAP` of the shorter text's. A name, a number, a one-character Chinese
-word (次, 点) or a common Chinese word (负责, 报告) counts for less than a full word, so
+:data:`LINK_OVERLAP` of the shorter text's. A Chinese person's name, a number, a
+one-character Chinese word (次, 点) or a common Chinese word (负责, 报告) counts for less
+than a full word, so
 two unrelated facts that embed close — two short Chinese sentences at cosine 0.886, or
 "赵磊这个季度负责orchard的值班" / "赵磊负责审核quarry的发布" (one person, one common
 verb) — stay apart, while two facts that share their topic words still link.
@@ -480,11 +481,12 @@ def weight(word: str, reading_names: frozenset[str] = frozenset()) -> float:
 
     Args:
         word: a content word as the gate reads it (a stem, a jieba word, ``#5``).
-        reading_names: the stems the text holds as names (capitalised inside a sentence).
+        reading_names: words the texts hold as persons' names.
 
     Returns:
-        :data:`SLOT_WEIGHT` for a number or a name (a capitalised English word, a Chinese
-        family name and given name), :data:`CHAR_WEIGHT` for a one-character Chinese word,
+        :data:`SLOT_WEIGHT` for a number or a person's name (one of ``reading_names``, or
+        a Chinese family name and given name), :data:`CHAR_WEIGHT` for a one-character
+        Chinese word,
         :data:`COMMON_WEIGHT` for a common Chinese word, 1 otherwise.
     """
     if word.startswith("#") or word in reading_names:
@@ -503,7 +505,8 @@ def linkable(new: str, old: str) -> bool:
     """Whether two close texts share enough content for the gate to link them.
 
     Each content word is weighed by :func:`weight`: a shared person and a common verb
-    (赵磊, 负责) or a person and a number (Priya, 7) are not enough.
+    (赵磊, 负责), a person and a measure word (刘洋, 次) or a person and a number
+    (Priya, 7) are not enough.
 
     Args:
         new: one text.
@@ -520,8 +523,10 @@ def linkable(new: str, old: str) -> bool:
     if not sa or not sb:
         return False
     # German capitalises every noun: a capital there is no name.
-    names = frozenset(_split_names(a.seq) | _split_names(b.seq)) | (
-        frozenset() if lang == "german" else frozenset(stem for _, stem in (*a.names, *b.names)))
+    # A capital inside a sentence is no person in German (every noun has one), nor, in
+    # English, often (Expo, Airflow, NUC: a product, the topic): only Chinese names, told
+    # by their family name, weigh as a person.
+    names = frozenset(_split_names(a.seq) | _split_names(b.seq))
     wa = sum(weight(w, names) for w in sa)
     wb = sum(weight(w, names) for w in sb)
     shared = sum(weight(w, names) for w in sa & sb)
