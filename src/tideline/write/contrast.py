@@ -33,8 +33,8 @@ Its verdict (:class:`Contrast`):
 word weighed by how much it says (:func:`weight`): :data:`LINK_SHARED` words' worth and
 :data:`LINK_OVERLAP` of the shorter text's. A Chinese person's name, a number, a
 one-character Chinese word (次, 点) or a common Chinese word (负责, 报告) counts for less
-than a full word, so
-two unrelated facts that embed close — two short Chinese sentences at cosine 0.886, or
+than a full word, so two unrelated facts that embed close — two short Chinese sentences
+at cosine 0.886, or
 "赵磊这个季度负责orchard的值班" / "赵磊负责审核quarry的发布" (one person, one common
 verb) — stay apart, while two facts that share their topic words still link.
 """
