@@ -92,3 +92,9 @@ def test_a_paraphrase_still_potentiates() -> None:
                  E5.abstain)[0] == "potentiate"
     assert judge("提醒：atlas的缓存过期时间是五分钟", "atlas的缓存过期时间是5分钟", 0.95,
                  E5.same, E5.related, E5.abstain)[0] == "potentiate"
+
+
+def test_a_short_chinese_paraphrase_still_potentiates() -> None:
+    # A `real` bench paraphrase pair (cosine 0.989): few words shared, most of what it says.
+    old, new = "她很能吃辣，但是完全不吃香菜。", "她特别能吃辣，不过香菜一点都不碰。"
+    assert judge(new, old, 0.989, E5.same, E5.related, E5.abstain)[0] == "potentiate"

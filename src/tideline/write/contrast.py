@@ -79,6 +79,9 @@ COMMON_WEIGHT = 0.5
 jieba's dictionary counts)."""
 COMMON_SHARE = 1e-4
 """Dictionary share above which a Chinese word is common (负责 2.3e-4, 审核 1.7e-5)."""
+RESTATE_SHARE = 0.5
+"""Share of the shorter text's weight two wordings with the same slots must have in
+common to restate each other when they do not share :data:`LINK_SHARED` words' worth."""
 CHAR_WEIGHT = 0.25
 """Weight of a one-character Chinese word (次, 点, 天): a measure word or a particle."""
 NEGATION = "¬"
@@ -517,11 +520,17 @@ def linkable(new: str, old: str) -> bool:
         shorter text, if it weighs less), and at least :data:`LINK_OVERLAP` of the
         shorter one's.
     """
+    shared, wa, wb = _weighed(new, old)
+    if not wa or not wb:
+        return False
+    return shared >= min(LINK_SHARED, wa, wb) and shared / min(wa, wb) >= LINK_OVERLAP
+
+
+def _weighed(new: str, old: str) -> tuple[float, float, float]:
+    """The weight (:func:`weight`) of the content words two texts share, and of each's."""
     lang = _language(f"{new}\n{old}")
     a, b = _read(new, lang), _read(old, lang)
     sa, sb = set(a.seq) - {NEGATION}, set(b.seq) - {NEGATION}
-    if not sa or not sb:
-        return False
     # German capitalises every noun: a capital there is no name.
     # A capital inside a sentence is no person in German (every noun has one), nor, in
     # English, often (Expo, Airflow, NUC: a product, the topic): only Chinese names, told
@@ -529,8 +538,7 @@ def linkable(new: str, old: str) -> bool:
     names = frozenset(_split_names(a.seq) | _split_names(b.seq))
     wa = sum(weight(w, names) for w in sa)
     wb = sum(weight(w, names) for w in sb)
-    shared = sum(weight(w, names) for w in sa & sb)
-    return shared >= min(LINK_SHARED, wa, wb) and shared / min(wa, wb) >= LINK_OVERLAP
+    return sum(weight(w, names) for w in sa & sb), wa, wb
 
 
 def restates(new: str, old: str, contrast: Contrast) -> bool:
@@ -538,7 +546,8 @@ def restates(new: str, old: str, contrast: Contrast) -> bool:
 
     A ``same`` verdict on one sentence (its words aligned) restates; a ``same`` verdict on
     two wordings (no slot or polarity differs) only when they share their content
-    (:func:`linkable`): "刘洋这个季度负责beacon的值班" does not restate
+    (:func:`linkable`, or :data:`RESTATE_SHARE` of the shorter one's weight):
+    "刘洋这个季度负责beacon的值班" does not restate
     "刘洋负责审核atlas的发布" however close their vectors.
 
     Args:
@@ -549,4 +558,11 @@ def restates(new: str, old: str, contrast: Contrast) -> bool:
     Returns:
         True when a potentiation keeps everything ``new`` says.
     """
-    return contrast.verdict == "same" and (contrast.aligned >= ALIGNED or linkable(new, old))
+    if contrast.verdict != "same":
+        return False
+    if contrast.aligned >= ALIGNED or linkable(new, old):
+        return True
+    # A short paraphrase shares few words, but most of what it says
+    # (她特别能吃辣，不过香菜一点都不碰 / 她很能吃辣，但是完全不吃香菜: 1.75 of 2.75).
+    shared, wa, wb = _weighed(new, old)
+    return bool(wa and wb) and shared / min(wa, wb) >= RESTATE_SHARE
