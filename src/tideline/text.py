@@ -205,6 +205,20 @@ def cut(text: str) -> list[str]:
     return [w for w in _load_jieba().lcut(text) if w.strip()]
 
 
+def word_share(word: str) -> float:
+    """How common a Chinese word is: its share of jieba's dictionary counts (0: unknown).
+
+    Args:
+        word: one jieba word.
+
+    Returns:
+        The word's dictionary frequency over the dictionary's total (0 for a word jieba
+        does not know, such as most personal names).
+    """
+    dt = _load_jieba().dt
+    return float(dt.FREQ.get(word, 0) or 0) / float(dt.total or 1)
+
+
 def cut_for_search(text: str) -> list[str]:
     """The jieba search words of ``text`` (a compound and its parts), blanks dropped."""
     return [w for w in _load_jieba().lcut_for_search(text) if w.strip()]

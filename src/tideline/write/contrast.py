@@ -29,10 +29,14 @@ Its verdict (:class:`Contrast`):
 * ``detail`` — the new text adds something (a word in the same sentence, a slot value)
   and replaces nothing.
 
-:func:`linkable` tells whether two texts share enough content words for a link
-(:data:`LINK_SHARED` words and :data:`LINK_OVERLAP` of the shorter one's), so that two
-unrelated facts that happen to embed close (two short Chinese sentences at cosine 0.886)
-stay apart.
+:func:`linkable` tells whether two texts share enough content for a link, each shared
+word weighed by how much it says (:func:`weight`): :data:`LINK_SHARED` words' worth and
+:data:`LINK_OVERLAP` of the shorter text's. A Chinese person's name, a number, a
+one-character Chinese word (次, 点) or a common Chinese word (负责, 报告) counts for less
+than a full word, so two unrelated facts that embed close — two short Chinese sentences
+at cosine 0.886, or
+"赵磊这个季度负责orchard的值班" / "赵磊负责审核quarry的发布" (one person, one common
+verb) — stay apart, while two facts that share their topic words still link.
 """
 
 from __future__ import annotations
@@ -48,7 +52,7 @@ from typing import Any, Literal
 from tideline import text as lexical
 
 __all__ = ["ALIGNED", "LINK_OVERLAP", "LINK_SHARED", "MAX_ALIGN", "SLOT_WORDS", "Contrast",
-           "Verdict", "compare", "linkable", "overlap"]
+           "Verdict", "compare", "linkable", "overlap", "restates", "weight"]
 
 Verdict = Literal["same", "correction", "conflict", "detail"]
 
@@ -61,10 +65,25 @@ SLOT_WORDS = 3
 """Most content words a correction replaces on either side (and at most a third of the
 text): "disk full" → "an expired certificate"; a longer stretch is another statement."""
 LINK_OVERLAP = 0.2
-"""Share of the shorter text's content words the other must hold for the gate to link them."""
-LINK_SHARED = 2
-"""Content words two texts must share (besides :data:`LINK_OVERLAP`) for a link: one
-common word ("测试", "server") is no relation."""
+"""Share of the shorter text's content (by :func:`weight`) the other must hold for the gate
+to link them."""
+LINK_SHARED = 2.0
+"""Content two texts must share (by :func:`weight`, besides :data:`LINK_OVERLAP`) for a
+link: one common word ("测试", "server") is no relation, nor a person and a common verb
+(赵磊, 负责)."""
+SLOT_WEIGHT = 0.5
+"""Weight of a shared name or number: one person or one value in common says the facts
+are about the same thing, not that one continues the other."""
+COMMON_WEIGHT = 0.5
+"""Weight of a common Chinese word (负责, 报告, 任务: more than :data:`COMMON_SHARE` of
+jieba's dictionary counts)."""
+COMMON_SHARE = 1e-4
+"""Dictionary share above which a Chinese word is common (负责 2.3e-4, 审核 1.7e-5)."""
+RESTATE_SHARE = 0.5
+"""Share of the shorter text's weight two wordings with the same slots must have in
+common to restate each other when they do not share :data:`LINK_SHARED` words' worth."""
+CHAR_WEIGHT = 0.25
+"""Weight of a one-character Chinese word (次, 点, 天): a measure word or a particle."""
 NEGATION = "¬"
 """The one marker every negation word becomes in the content sequence."""
 
@@ -122,6 +141,15 @@ _JOINERS = ".-:/@#+_,'’"  # inner punctuation left at the edge of a part besid
 _SENTENCE_END = frozenset(".!?。！？:;\n")
 _GERMAN_HINTS = frozenset("""der die das den dem des ein eine einen ist sind war und oder nicht
 mit für auf von zu ich du er sie wir ihr hat haben wird werden bei nach seit ohne""".split())
+
+# Common Chinese family names (and the compound ones): a two- or three-character word
+# that starts with one and is rare in jieba's dictionary is most likely a person.
+_ZH_SURNAMES = frozenset("""王 李 张 刘 陈 杨 黄 赵 吴 周 徐 孙 马 朱 胡 郭 何 高 林 罗 郑 梁 谢 宋
+唐 许 韩 冯 邓 曹 彭 曾 肖 田 董 袁 潘 于 蒋 蔡 余 杜 叶 程 苏 魏 吕 丁 任 沈 姚 卢 姜 崔 钟 谭
+陆 汪 范 金 石 廖 贾 夏 韦 付 方 白 邹 孟 熊 秦 邱 江 尹 薛 闫 段 雷 侯 龙 史 陶 黎 贺 顾 毛 郝 龚
+邵 万 钱 严 覃 武 戴 莫 孔 向 汤 欧阳 司马 上官 诸葛 东方 皇甫""".split())
+_ZH_NAME_SHARE = 2e-5
+"""Dictionary share under which a surname-initial word is taken for a name (李娜 7e-6)."""
 
 _stem_lock = threading.Lock()
 _stemmers: dict[str, Any] = {}
@@ -432,19 +460,109 @@ def overlap(new: str, old: str) -> float:
     return len(sa & sb) / min(len(sa), len(sb))
 
 
+def _zh_name(word: str) -> bool:
+    """A Chinese word that looks like a person's name: a family name and one or two
+    characters, rare in (or absent from) jieba's dictionary."""
+    if not 2 <= len(word) <= 4 or not word.isalpha():
+        return False
+    family = word[:2] if word[:2] in _ZH_SURNAMES else word[:1]
+    return (family in _ZH_SURNAMES and 1 <= len(word) - len(family) <= 2
+            and lexical.word_share(word) < _ZH_NAME_SHARE)
+
+
+def _split_names(seq: tuple[str, ...]) -> set[str]:
+    """Names jieba cut in two: a family name alone (欧阳) and the given name after it."""
+    out: set[str] = set()
+    for word, after in zip(seq, seq[1:], strict=False):
+        if word in _ZH_SURNAMES and lexical.has_cjk(after) and 1 <= len(after) <= 2:
+            out.update((word, after))
+    return out
+
+
+def weight(word: str, reading_names: frozenset[str] = frozenset()) -> float:
+    """How much one content word of a reading says, for :func:`linkable` (0–1).
+
+    Args:
+        word: a content word as the gate reads it (a stem, a jieba word, ``#5``).
+        reading_names: words the texts hold as persons' names.
+
+    Returns:
+        :data:`SLOT_WEIGHT` for a number or a person's name (one of ``reading_names``, or
+        a Chinese family name and given name), :data:`CHAR_WEIGHT` for a one-character
+        Chinese word,
+        :data:`COMMON_WEIGHT` for a common Chinese word, 1 otherwise.
+    """
+    if word.startswith("#") or word in reading_names:
+        return SLOT_WEIGHT
+    if lexical.has_cjk(word):
+        if len(word) == 1:
+            return CHAR_WEIGHT
+        if _zh_name(word):
+            return SLOT_WEIGHT
+        if lexical.word_share(word) > COMMON_SHARE:
+            return COMMON_WEIGHT
+    return 1.0
+
+
 def linkable(new: str, old: str) -> bool:
     """Whether two close texts share enough content for the gate to link them.
+
+    Each content word is weighed by :func:`weight`: a shared person and a common verb
+    (赵磊, 负责), a person and a measure word (刘洋, 次) or a person and a number
+    (Priya, 7) are not enough.
 
     Args:
         new: one text.
         old: the other.
 
     Returns:
-        True when they share :data:`LINK_SHARED` content words or more, and at least
-        :data:`LINK_OVERLAP` of the shorter one's.
+        True when the words they share weigh :data:`LINK_SHARED` or more (or all of the
+        shorter text, if it weighs less), and at least :data:`LINK_OVERLAP` of the
+        shorter one's.
     """
-    a, b = _readings(new, old)
+    shared, wa, wb = _weighed(new, old)
+    if not wa or not wb:
+        return False
+    return shared >= min(LINK_SHARED, wa, wb) and shared / min(wa, wb) >= LINK_OVERLAP
+
+
+def _weighed(new: str, old: str) -> tuple[float, float, float]:
+    """The weight (:func:`weight`) of the content words two texts share, and of each's."""
+    lang = _language(f"{new}\n{old}")
+    a, b = _read(new, lang), _read(old, lang)
     sa, sb = set(a.seq) - {NEGATION}, set(b.seq) - {NEGATION}
-    shared = len(sa & sb)
-    return bool(sa and sb) and shared >= min(LINK_SHARED, len(sa), len(sb)) \
-        and shared / min(len(sa), len(sb)) >= LINK_OVERLAP
+    # German capitalises every noun: a capital there is no name.
+    # A capital inside a sentence is no person in German (every noun has one), nor, in
+    # English, often (Expo, Airflow, NUC: a product, the topic): only Chinese names, told
+    # by their family name, weigh as a person.
+    names = frozenset(_split_names(a.seq) | _split_names(b.seq))
+    wa = sum(weight(w, names) for w in sa)
+    wb = sum(weight(w, names) for w in sb)
+    return sum(weight(w, names) for w in sa & sb), wa, wb
+
+
+def restates(new: str, old: str, contrast: Contrast) -> bool:
+    """Whether ``new`` says again what ``old`` says (the gate may potentiate).
+
+    A ``same`` verdict on one sentence (its words aligned) restates; a ``same`` verdict on
+    two wordings (no slot or polarity differs) only when they share their content
+    (:func:`linkable`, or :data:`RESTATE_SHARE` of the shorter one's weight):
+    "刘洋这个季度负责beacon的值班" does not restate
+    "刘洋负责审核atlas的发布" however close their vectors.
+
+    Args:
+        new: the text being written.
+        old: the stored text.
+        contrast: ``compare(new, old)``.
+
+    Returns:
+        True when a potentiation keeps everything ``new`` says.
+    """
+    if contrast.verdict != "same":
+        return False
+    if contrast.aligned >= ALIGNED or linkable(new, old):
+        return True
+    # A short paraphrase shares few words, but most of what it says
+    # (她特别能吃辣，不过香菜一点都不碰 / 她很能吃辣，但是完全不吃香菜: 1.75 of 2.75).
+    shared, wa, wb = _weighed(new, old)
+    return bool(wa and wb) and shared / min(wa, wb) >= RESTATE_SHARE

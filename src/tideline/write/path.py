@@ -9,11 +9,13 @@ names, numbers, identifiers, polarity and words of each, past the embedder's win
   profile.abstain)`` → **correct**: a new memory plus an ``updates`` edge from it to
   the neighbour; nothing is merged, recall ranks the newer one first;
 * cosine ≥ ``profile.same`` and the texts say the same thing (same slots, same
-  polarity, nothing added) → **potentiate** the existing memory (reinforce it,
-  merge tags and source_links; no new row) — rephrasings never pile up;
-* cosine ≥ ``profile.same`` otherwise, or ``profile.related`` ≤ cosine with enough
-  content words in common (:func:`~tideline.write.contrast.linkable`) → **link**:
-  a new memory plus a ``related`` edge to the neighbour;
+  polarity, nothing added; two wordings must also share their content:
+  :func:`~tideline.write.contrast.restates`) → **potentiate** the existing memory
+  (reinforce it, merge tags and source_links; no new row) — rephrasings never pile up;
+* otherwise ``profile.related`` ≤ cosine with enough content in common, each shared
+  word weighed by what it says (:func:`~tideline.write.contrast.linkable`: a person
+  and a common verb are not enough) → **link**: a new memory plus a ``related`` edge
+  to the neighbour;
 * anything else → **new**.
 
 An idempotency key makes a retried write a no-op that returns the first outcome.
@@ -56,7 +58,7 @@ from tideline.models import (
     compute_weight,
 )
 from tideline.store.base import GatedWrite, VectorSearch, WriteRows
-from tideline.write.contrast import Contrast, compare, linkable
+from tideline.write.contrast import Contrast, compare, linkable, restates
 
 __all__ = [
     "PreparedWrite", "Writer", "gate_decision", "idempotency_key", "judge", "lexical_similarity",
@@ -115,8 +117,9 @@ def judge(new: str, old: str, similarity: float, same: float, related: float,
     contrast = compare(new, old)
     if contrast.verdict == "correction":
         return "correct", contrast
-    if similarity >= same:
-        return ("potentiate" if contrast.verdict == "same" else "link"), contrast
+    if similarity >= same and restates(new, old, contrast):
+        return "potentiate", contrast
+    # Close vectors are not enough for a link: the words must be shared too.
     if similarity >= related and linkable(new, old):
         return "link", contrast
     return "new", contrast
@@ -331,7 +334,7 @@ class Writer:
                                  and prepared.target[0] else None):
                 # The target's text moved since the gate read it: judge the text it has.
                 contrast = compare(rec.text, target.text)
-                if contrast.verdict != "same":
+                if not restates(rec.text, target.text, contrast):
                     decision = "correct" if contrast.verdict == "correction" else "link"
                     target = None
         if decision == "potentiate" and target is not None:
