@@ -252,3 +252,15 @@ def test_the_command_serves_on_loopback_and_refuses_other_hosts(tmp_path: Path) 
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def test_asking_the_model_without_a_provider_says_so_not_a_server_error(mem: Memory) -> None:
+    """With no DREAM provider configured, "ask the configured model" is the request's to
+    fix: a 400 that names the DREAM error, not a 500; nothing is stored."""
+    seed(mem)
+    page = Page(mem, dream_settings=dream_settings())
+    before = dump(mem)
+    res = page.post("/dream/plan?scope=alpha", {"layer": "comb"})
+    assert res.status_code == 400, res.status_code
+    assert "dream_error" in res.text
+    assert dump(mem) == before

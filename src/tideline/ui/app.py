@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
-from tideline.dream.errors import LLMOutputInvalid
+from tideline.dream.errors import DreamError, LLMOutputInvalid, ProviderError
 from tideline.errors import Conflict, InvalidInput, NotFound, TidelineError
 from tideline.ui.core import UI
 from tideline.ui.security import Guard, allowed_hosts
@@ -27,8 +27,11 @@ if TYPE_CHECKING:
 
 __all__ = ["build_app"]
 
-# An agent's answer that fails the layer's checks is bad input, as `dream apply` says.
-_STATUS = {NotFound: 404, Conflict: 409, InvalidInput: 400, LLMOutputInvalid: 400}
+# An agent's answer that fails the layer's checks is bad input, as `dream apply` says; a
+# provider that failed is a bad gateway; any other DREAM error (no provider configured) is
+# the request's to fix. First match wins, so the subclasses stand before DreamError.
+_STATUS = {NotFound: 404, Conflict: 409, InvalidInput: 400, LLMOutputInvalid: 400,
+           ProviderError: 502, DreamError: 400}
 
 
 def build_app(mem: Memory, *, host: str = "127.0.0.1", port: int = 8766,
