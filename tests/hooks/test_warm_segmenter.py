@@ -1,11 +1,11 @@
 """Issue 28 §2.7: the first Chinese/Japanese query of a session does not load jieba.
 
 jieba's dictionary costs about a second to load, paid by the first CJK query of a
-process. The warm hook process of a store that holds CJK text now loads it ahead (in
-its warm-up, before its socket opens), and jieba keeps its built dictionary in a
-per-user cache folder (``$XDG_CACHE_HOME/tideline``) rather than the shared /tmp. The
-proof is the cache file a real warm server writes there without being asked a CJK
-query; a store without CJK text never loads it.
+process. The warm hook process of a store that holds CJK text now loads it ahead (on a
+thread, as soon as its socket answers, so a first English prompt does not wait), and
+jieba keeps its built dictionary in a per-user cache folder (``$XDG_CACHE_HOME/tideline``)
+rather than the shared /tmp. The proof is the cache file a real warm server writes there
+without being asked a CJK query; a store without CJK text never loads it.
 """
 
 from __future__ import annotations

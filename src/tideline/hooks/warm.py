@@ -43,6 +43,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -299,20 +300,28 @@ def _answer(mem: Any, request: dict[str, Any]) -> dict[str, Any]:
     return {"ok": True, "result": result.to_dict()}
 
 
-def _preload_segmenter(mem: Any) -> None:
-    """Load the CJK segmenter with the rest of the warm-up when the store speaks a CJK
-    language.
+def _speaks_cjk(mem: Any) -> bool:
+    """Whether the store's recent memories hold Chinese, Japanese or Korean text."""
+    from tideline.text import has_cjk
 
-    Its dictionary costs about a second to load — on the first Chinese or Japanese
-    prompt of the session, unless loaded here, before the socket opens (like the model:
-    the first answer is as quick as the later ones); a store without CJK text never
-    pays it, nor its memory.
+    return any(has_cjk(r.text) for r in mem.store.list_memories(limit=200))
+
+
+def _preload_segmenter_behind() -> threading.Thread:
+    """Load the CJK segmenter on a thread, once the socket already answers.
+
+    Its dictionary costs over half a second even from jieba's cache. Loaded before the
+    socket opened, it made every first prompt wait for it, an English one too; loaded
+    behind, a first English prompt does not wait, and a first Chinese one waits only for
+    what is left of the load (the segmenter's lock), not for a second load of its own.
+    A store without CJK text never pays it, nor its memory.
     """
-    from tideline.text import has_cjk, preload_segmenter
+    from tideline.text import preload_segmenter
 
-    recent = mem.store.list_memories(limit=200)
-    if any(has_cjk(r.text) for r in recent):
-        preload_segmenter()
+    loader = threading.Thread(target=preload_segmenter, name="tideline-segmenter",
+                              daemon=True)
+    loader.start()
+    return loader
 
 
 def _clear_marker(home: Path, namespace: str) -> None:
@@ -370,7 +379,7 @@ def serve(home: Path, namespace: str, *, idle: float | None = None,
 
         with contextlib.suppress(TidelineError):  # a warm-up, not an answer anyone waits for
             mem.inject_prefetch("warm up", recent="bridge", log=False)
-        _preload_segmenter(mem)
+        cjk = _speaks_cjk(mem)
     except BaseException:
         _clear_marker(home, namespace)
         lock.close()
@@ -385,6 +394,8 @@ def serve(home: Path, namespace: str, *, idle: float | None = None,
         os.chmod(path, 0o600)
         server.listen(8)
         _clear_marker(home, namespace)
+        if cjk:
+            _preload_segmenter_behind()
         last = time.monotonic()
         while True:
             server.settimeout(max(1.0, min(30.0, idle_s)))
