@@ -19,9 +19,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from tests.backend import Backend
 
 from tideline import Memory
+from tideline.bench.gate import TEMPLATES
 from tideline.embed import Embedder, make_embedder
 from tideline.embed.profiles import PROFILES
 from tideline.write.contrast import compare
@@ -81,6 +84,28 @@ def test_another_statement_about_the_same_subject_is_no_correction(first: str,
     for cosine in (0.9, 0.95):
         assert _gate(then, first, cosine) == "new", (first, then, cosine)
         assert _gate(first, then, cosine) == "new", (then, first, cosine)
+
+
+@settings(max_examples=150, deadline=None)
+@given(lang=st.sampled_from(sorted(TEMPLATES)), data=st.data(),
+       name=st.sampled_from(["Deniz", "Lena", "张伟", "李娜"]),
+       proj=st.sampled_from(["atlas", "orchard"]), day=st.sampled_from(["Friday", "周五"]),
+       city=st.sampled_from(["Tokyo", "上海"]), indent=st.sampled_from(["tabs", "空格"]),
+       nw=st.sampled_from(["five", "zwölf", "十二"]), n=st.sampled_from(["7", "30"]),
+       ver=st.sampled_from(["14", "16"]), cosine=st.floats(E5.related, 1.0))
+def test_a_statement_and_its_negation_are_a_correction(
+    lang: str, data: st.DataObject, name: str, proj: str, day: str, city: str, indent: str,
+    nw: str, n: str, ver: str, cosine: float,
+) -> None:
+    """Every template of the gate bench against its negated form (several reword more than
+    the negation: "every Friday" → "on Friday", "retries five times" → "never retries"):
+    a correction either way, never a link or a potentiation."""
+    said, negated = data.draw(st.sampled_from(TEMPLATES[lang]))
+    slots = {"name": name, "proj": proj, "day": day, "city": city, "indent": indent,
+             "nw": nw, "n": n, "ver": ver}
+    first, then = said.format(**slots), negated.format(**slots)
+    assert _gate(then, first, cosine) == "correct", (first, then)
+    assert _gate(first, then, cosine) == "correct", (then, first)
 
 
 def test_russian_words_are_read_by_their_stems() -> None:
