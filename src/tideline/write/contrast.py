@@ -22,7 +22,9 @@ Its verdict (:class:`Contrast`):
   paraphrase with the same slots and polarity, or a shorter form;
 * ``correction`` — the same sentence (most content words aligned, in order, one stretch
   edited) with a different value in one place: a slot or up to :data:`SLOT_WORDS` words
-  replaced, or the polarity flipped;
+  replaced, or the polarity flipped; or reworded around the value (the polarity flipped
+  or one slot replaced, and at most :data:`REWORDED` stretches edited: "reviews … every
+  Friday" → "never reviews … on Friday");
 * ``conflict`` — worded differently, and the slots or the polarity disagree, or one
   sentence with a whole clause replaced: possibly a correction, possibly another fact;
   never a restatement;
