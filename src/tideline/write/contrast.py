@@ -22,7 +22,9 @@ Its verdict (:class:`Contrast`):
   paraphrase with the same slots and polarity, or a shorter form;
 * ``correction`` — the same sentence (most content words aligned, in order, one stretch
   edited) with a different value in one place: a slot or up to :data:`SLOT_WORDS` words
-  replaced, or the polarity flipped;
+  replaced, or the polarity flipped; or reworded around the value (the polarity flipped
+  or one slot replaced, and at most :data:`REWORDED` stretches edited: "reviews … every
+  Friday" → "never reviews … on Friday");
 * ``conflict`` — worded differently, and the slots or the polarity disagree, or one
   sentence with a whole clause replaced: possibly a correction, possibly another fact;
   never a restatement;
@@ -51,14 +53,17 @@ from typing import Any, Literal
 
 from tideline import text as lexical
 
-__all__ = ["ALIGNED", "LINK_OVERLAP", "LINK_SHARED", "MAX_ALIGN", "SLOT_WORDS", "Contrast",
-           "Verdict", "compare", "linkable", "overlap", "restates", "weight"]
+__all__ = ["ALIGNED", "LINK_OVERLAP", "LINK_SHARED", "MAX_ALIGN", "REWORDED", "SLOT_WORDS",
+           "Contrast", "Verdict", "compare", "linkable", "overlap", "restates", "weight"]
 
 Verdict = Literal["same", "correction", "conflict", "detail"]
 
 ALIGNED = 0.6
 """Share of the longer text's content words that must align, in order, for two texts to be
 one sentence edited (a correction) rather than two wordings."""
+REWORDED = 2
+"""Most stretches a correction edits: the changed value (a slot, the polarity) and one
+other stretch reworded around it; more is another statement."""
 MAX_ALIGN = 1_000
 """Most content words (both texts' differing middles together) aligned word by word."""
 SLOT_WORDS = 3
@@ -136,6 +141,7 @@ _NUMBER = re.compile(r"^\d+(?:[.,]\d+)?$")
 _TOKEN = re.compile(r"\w(?:\w|['’](?=\w)|[.\-:/@#+_](?=\w)|(?<=\d),(?=\d))*\+*")
 # An identifier holds a digit or inner punctuation other than a hyphen (v1.2, a_b, x/y).
 _IDENTIFIER = re.compile(r"\d|.[_./:@#+]")
+_CYRILLIC = re.compile("[\u0400-\u04ff]")
 _INNER_CAPITAL = re.compile(r"[a-z][A-Z]")  # pgBackRest, iOS
 _JOINERS = ".-:/@#+_,'’"  # inner punctuation left at the edge of a part beside CJK
 _SENTENCE_END = frozenset(".!?。！？:;\n")
@@ -156,7 +162,7 @@ _stemmers: dict[str, Any] = {}
 
 
 def _stemmer(lang: str) -> Any:
-    """The Snowball stemmer of ``english`` or ``german``, made once."""
+    """The Snowball stemmer of ``english``, ``german`` or ``russian``, made once."""
     if lang not in _stemmers:
         with _stem_lock:
             if lang not in _stemmers:
@@ -303,6 +309,9 @@ def _read(text: str, lang: str) -> _Reading:
     names: list[tuple[str, str]] = []
     negations = 0
     stem = _stemmer(lang).stemWord
+    # Cyrillic words take the Russian stems whatever the text's Latin language
+    # (бабушка / бабушке, велосипед / велосипеду are one word, as Tuesday / Tuesdays are).
+    stem_ru = _stemmer("russian").stemWord if _CYRILLIC.search(text) else stem
     for token in _tokens(text):
         if _negates(token):
             negations += 1
@@ -326,11 +335,15 @@ def _read(text: str, lang: str) -> _Reading:
                 # A hyphenated word is words (rate-limited, Pre-Commit-Hook), not a code.
                 parts = [p for p in fold.split("-") if p]
                 if not token.initial and token.raw[:1].isupper():
-                    names.append((fold, str(stem(fold))))
+                    names.append((fold, str((stem_ru if _CYRILLIC.search(fold)
+                                             else stem)(fold))))
         for part in parts:
             if part in lexical.STOPWORDS or part in _FILLERS or not any(c.isalnum() for c in part):
                 continue
-            seq.append(part if token.cjk else str(stem(part)))
+            if token.cjk:
+                seq.append(part)
+            else:
+                seq.append(str((stem_ru if _CYRILLIC.search(part) else stem)(part)))
     return _Reading(seq=tuple(seq), numbers=numbers, identifiers=tuple(identifiers),
                     names=tuple(names), negations=negations,
                     folded=lexical.clean_words(text).casefold())
@@ -432,6 +445,13 @@ def compare(new: str, old: str) -> Contrast:
             verdict = "detail"
         else:
             verdict = "same"
+    elif (aligned >= ALIGNED and regions <= REWORDED and stretch <= SLOT_WORDS
+          and 3 * stretch <= longest
+          and (polarity or (len(removed_slots) == 1 and len(added_slots) == 1))):
+        # The same sentence, its value changed and a word or two around it reworded
+        # ("reviews … every Friday" → "never reviews … on Friday", "会重试七次" → "不会重试"):
+        # still one statement corrected, not another fact.
+        verdict = "correction"
     # Worded differently: a negation where the other has none, or a slot replaced.
     elif (bool(a.negations) != bool(b.negations)) or (removed_slots and added_slots):
         verdict = "conflict"
