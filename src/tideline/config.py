@@ -122,6 +122,12 @@ class RecallTuning:
     # sentence's. Off: measured on LoCoMo it lifts R@5 but lowers multi-hop and
     # adversarial R@10 and about doubles the import's embedding (docs/lab/locomo.md).
     sentence_share: float = 0.0
+    # The passages of those vectors (recall/sentences.py Passages): consecutive sentences
+    # joined up to passage_words words (0: single sentences); only user turns are split
+    # unless passage_assistant (an assistant's long answers are many and rarely tell
+    # what the user said or did).
+    passage_words: int = 30
+    passage_assistant: bool = False
     # Abstention (recall/trust.py): the best cosine that makes a packet trusted is read
     # from turns of which at most trust_question_share of the words sit in questions (a
     # turn that only asks, "Wow! What did you get?", sits near any question; 1 counts

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,10 +32,12 @@ import numpy as np
 from tideline.models import Turn
 
 if TYPE_CHECKING:
+    from tideline.config import RecallTuning
     from tideline.recall.engine import Candidate
     from tideline.store.base import Store
 
-__all__ = ["MAX_SENTENCES", "MIN_WORDS", "lifted_blend", "rank", "sentence_cap", "split"]
+__all__ = ["MAX_SENTENCES", "MIN_WORDS", "Passages", "group", "lifted_blend", "rank",
+           "sentence_cap", "split"]
 
 #: A fragment with fewer words than this joins the sentence before it (or after it).
 MIN_WORDS = 3
@@ -83,6 +86,83 @@ def split(text: str, cap: int = MAX_SENTENCES) -> tuple[str, ...]:
     if len(out) > cap:
         out[cap - 1:] = [" ".join(out[cap - 1:])]
     return tuple(out) if out else (text,)
+
+
+def group(sentences: Sequence[str], words: int) -> tuple[str, ...]:
+    """Consecutive sentences joined into passages of at most ``words`` words.
+
+    A sentence joins the passage before it while the two together stay within
+    ``words``; a sentence longer than that is a passage of its own. ``words`` ≤ 0 keeps
+    every sentence apart.
+
+    Args:
+        sentences: a turn's sentences (:func:`split`), in order.
+        words: the most words of a passage (a CJK character counts half).
+
+    Returns:
+        The passages, in order (every word of ``sentences`` once).
+    """
+    out: list[str] = []
+    size = 0
+    for sentence in sentences:
+        weight = _weight(sentence)
+        if out and words > 0 and size + weight <= words:
+            out[-1] = f"{out[-1]} {sentence}"
+            size += weight
+        else:
+            out.append(sentence)
+            size = weight
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Passages:
+    """Which turns get passage vectors at import, and how they are cut.
+
+    Attributes:
+        words: the most words of a passage (:func:`group`; 0: single sentences).
+        roles: the roles whose turns are split; a turn of any other role keeps its
+            turn vector only.
+    """
+
+    words: int
+    roles: frozenset[str]
+
+    @classmethod
+    def of(cls, tuning: RecallTuning) -> Passages | None:
+        """The plan of a recall tuning, or None when best-passage ranking is off.
+
+        Args:
+            tuning: the recall settings (``sentence_share``, ``passage_words``,
+                ``passage_assistant``).
+
+        Returns:
+            The plan, or None with ``sentence_share`` ≤ 0 (no passage is embedded).
+        """
+        if tuning.sentence_share <= 0:
+            return None
+        roles = {"user", "assistant"} if tuning.passage_assistant else {"user"}
+        return cls(words=max(0, tuning.passage_words), roles=frozenset(roles))
+
+    def of_turn(self, text: str, role: str, cap: int = MAX_SENTENCES) -> tuple[str, ...]:
+        """The passages of one turn that get vectors of their own.
+
+        Args:
+            text: the turn's text.
+            role: the turn's role.
+            cap: at most this many passages (:func:`sentence_cap`).
+
+        Returns:
+            The passages, or an empty tuple when the turn's role is not split or the
+            turn is a single passage (its turn vector already is its passage's).
+        """
+        if role not in self.roles:
+            return ()
+        got = group(split(text, MAX_SENTENCES * 4), self.words)
+        cap = max(1, cap)
+        if len(got) > cap:
+            got = (*got[:cap - 1], " ".join(got[cap - 1:]))
+        return got if len(got) > 1 else ()
 
 
 def rank(store: Store, cands: Iterable[Candidate], turns: Mapping[int, Turn],
