@@ -32,12 +32,13 @@ LONG = ("Anyway, the weather is grey again and the bus was late twice. "
 SHORT = "The old lamp by the harbour lighthouse, yes."
 
 
-def _config(store_dir: Path, share: float, words: int = 0) -> Config:
+def _config(store_dir: Path, share: float, words: int = 0, assisted: bool = False) -> Config:
     """The store's config with ``sentence_share`` and ``passage_words`` (0: the long turn's
-    four sentences are four passages)."""
+    four sentences are four passages); ``assisted``: only sessions with an assistant are
+    split (off: the chats of this module's first tests are between two people)."""
     plain = Config.load(home=store_dir)
     return dataclasses.replace(plain, recall=dataclasses.replace(
-        plain.recall, sentence_share=share, passage_words=words))
+        plain.recall, sentence_share=share, passage_words=words, passage_assisted=assisted))
 
 
 def _turns(chat: int = 0) -> list[dict[str, object]]:
@@ -193,12 +194,23 @@ def test_a_plan_splits_user_turns_only_and_only_in_two_or_more_passages() -> Non
     assert len(Passages(words=0, roles=plan.roles).of_turn(LONG, "user", cap=2)) == 2
 
 
+def test_by_default_user_turns_of_assisted_sessions_are_split() -> None:
+    """Best-passage ranking is on by default, for a user's turns in sessions where an
+    assistant speaks (an import pays for those passages only)."""
+    plan = Passages.of(Config.load().recall)
+    assert plan == Passages(words=30, roles=frozenset({"user"}), assisted=True)
+    assert plan.of_turn(ASIDE, "user") != ()
+    assert plan.of_turn(ASIDE, "user", assisted=False) == ()
+    assert plan.of_turn(ASIDE, "assistant") == ()
+
+
 def test_a_plan_follows_the_settings() -> None:
     """No plan (nothing embedded beyond the turn) with the share at 0; else user turns,
     and assistant turns too with ``passage_assistant``."""
     base = Config.load().recall
     assert Passages.of(dataclasses.replace(base, sentence_share=0.0)) is None
-    plan = Passages.of(dataclasses.replace(base, sentence_share=0.3, passage_words=-5))
+    plan = Passages.of(dataclasses.replace(base, sentence_share=0.3, passage_words=-5,
+                                           passage_assisted=False))
     assert plan == Passages(words=0, roles=frozenset({"user"}))
     both = Passages.of(dataclasses.replace(base, sentence_share=0.3, passage_assistant=True))
     assert both is not None and both.roles == frozenset({"user", "assistant"})
@@ -220,21 +232,26 @@ def _chat() -> list[dict[str, object]]:
     faucet in passing, and user turns of two sentences about an old kitchen."""
     rows: list[dict[str, object]] = [
         {"session": "s1", "speaker": "user", "role": "user", "text": ASIDE, "id": "aside"},
+        {"session": "s1", "speaker": "assistant", "role": "assistant",
+         "text": "Sure, here are some ideas.", "id": "sure"},
         {"session": "s0", "speaker": "user", "role": "user", "text": "Any tomato recipes?",
          "id": "ask"},
         {"session": "s0", "speaker": "assistant", "role": "assistant", "text": ANSWER,
          "id": "answer"}]
-    rows += [{"session": f"s{i + 2}", "speaker": "user", "role": "user", "id": f"u{i}",
-              "text": f"My old kitchen {thing} is fine, day {i}. "
-                      f"We had soup and bread for lunch again today."}
-             for i, thing in enumerate(["table", "chair", "lamp", "rug", "clock", "shelf"])]
+    for i, thing in enumerate(["table", "chair", "lamp", "rug", "clock", "shelf"]):
+        rows += [{"session": f"s{i + 2}", "speaker": "user", "role": "user", "id": f"u{i}",
+                  "text": f"My old kitchen {thing} is fine, day {i}. "
+                          f"We had soup and bread for lunch again today."},
+                 {"session": f"s{i + 2}", "speaker": "assistant", "role": "assistant",
+                  "id": f"a{i}", "text": "Glad to hear it."}]
     return rows
 
 
 def test_an_import_embeds_passages_of_user_turns_not_of_assistant_turns(
         store_dir: Path, backend: Backend) -> None:
     emb = hashing()
-    with backend.open(store_dir, embedder=emb, config=_config(store_dir, 0.3, 30)) as mem:
+    with backend.open(store_dir, embedder=emb,
+                      config=_config(store_dir, 0.3, 30, assisted=True)) as mem:
         mem.add_turns(_chat(), source="chat")
         turns = {t.message_id: t for s in ("s0", "s1") for t in mem.store.session_turns(s)}
         got = mem.store.sentence_vectors(list(turns.values()), emb.dim)
@@ -252,9 +269,30 @@ def test_a_by_the_way_aside_is_lifted_by_its_passage(store_dir: Path,
     for share in (0.0, 0.5):
         home = store_dir / f"share{share}"
         with backend.open(home, url=backend.fresh(), embedder=hashing(),
-                          config=_config(home, share)) as mem:
+                          config=_config(home, share, assisted=True)) as mem:
             mem.add_turns(_chat(), source="chat")
-            packet = mem.recall("did I replace my old kitchen faucet", log=False, limit=10)
+            packet = mem.recall("did I replace my old kitchen faucet", log=False, limit=20)
             score[share] = {i.text: i.score for i in packet.items}
     assert score[0.5][ASIDE] > score[0.0][ASIDE] + 0.05
     assert score[0.5][ANSWER] == pytest.approx(score[0.0][ANSWER])
+
+
+def test_only_sessions_where_an_assistant_speaks_are_split(store_dir: Path,
+                                                           backend: Backend) -> None:
+    """A user's long turn gets passages when an assistant speaks in its session, in the
+    same batch or stored before it (a hook hands turns over a few at a time); in a chat
+    between people (no assistant) it keeps its turn vector only."""
+    emb = hashing()
+    user = {"speaker": "user", "role": "user", "text": ASIDE}
+    with backend.open(store_dir, embedder=emb,
+                      config=_config(store_dir, 0.3, 30, assisted=True)) as mem:
+        mem.add_turns([{**user, "session": "people", "id": "a"},
+                       {"session": "people", "speaker": "Ben", "role": "user",
+                        "text": "Nice, a touchless faucet!", "id": "b"}], source="chat")
+        mem.add_turns([{"session": "help", "speaker": "assistant", "role": "assistant",
+                        "text": "Hello! How can I help?", "id": "c"}], source="chat")
+        mem.add_turns([{**user, "session": "help", "id": "d"}], source="chat")
+        turns = {t.message_id: t for s in ("people", "help")
+                 for t in mem.store.session_turns(s)}
+        got = mem.store.sentence_vectors(list(turns.values()), emb.dim)
+    assert set(got) == {turns["d"].id}

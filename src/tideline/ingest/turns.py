@@ -188,11 +188,17 @@ def store_turns(
     # whole session does).
     before: list[Turn | None] = []
     last: dict[str, Turn | None] = {}
+    first_before: dict[str, Turn | None] = {}
     for t in fresh:
         if t.session not in last:
             last[t.session] = store.previous_turn(t.session, store.next_turn_index(t.session))
+            first_before[t.session] = last[t.session]
         before.append(last[t.session])
         last[t.session] = t
+    # Sessions where an assistant speaks: in this input, or the turn stored just before it.
+    assisted = {t.session for t in turns if t.role == "assistant"}
+    assisted |= {s for s, prev in first_before.items() if prev is not None
+                 and prev.role == "assistant"}
     known: dict[str, np.ndarray] = {}  # the previous chunk's own vectors
     for part_start in range(0, total, max(1, txn_turns)):
         part = fresh[part_start:part_start + max(1, txn_turns)]
@@ -207,7 +213,7 @@ def store_turns(
                 previous.append(turn_index_text(prev.speaker, prev.text) if prev else None)
             got = embed_turns(embedder, own, previous, known=known, passages=embed)
             vectors.extend(got if got is not None else [None] * len(chunk))
-            split.extend(_sentence_vectors(embedder, chunk, embed, passages)
+            split.extend(_sentence_vectors(embedder, chunk, embed, passages, assisted)
                          if passages is not None and got is not None
                          else [None] * len(chunk))
             if progress is not None:
@@ -236,12 +242,13 @@ def store_turns(
 def _sentence_vectors(
     embedder: Embedder, chunk: Sequence[Turn],
     embed: Callable[[Sequence[str]], Vectors | None] | None, plan: Passages,
+    assisted: set[str],
 ) -> list[np.ndarray | None]:
-    """Per turn of ``chunk``, its passage vectors (None for a turn of one passage or of a
-    role ``plan`` does not split, or for all when the embedder is unavailable); every
-    passage in one embedding call."""
+    """Per turn of ``chunk``, its passage vectors (None for a turn ``plan`` does not split,
+    or for all when the embedder is unavailable); every passage in one embedding call.
+    ``assisted``: the sessions where an assistant speaks."""
     cap = sentence_cap(embedder.dim)
-    parts = [plan.of_turn(t.text, t.role, cap) for t in chunk]
+    parts = [plan.of_turn(t.text, t.role, cap, t.session in assisted) for t in chunk]
     texts = [turn_index_text(t.speaker, s) for t, p in zip(chunk, parts, strict=True)
              if len(p) > 1 for s in p]
     if not texts:

@@ -123,10 +123,12 @@ class Passages:
         words: the most words of a passage (:func:`group`; 0: single sentences).
         roles: the roles whose turns are split; a turn of any other role keeps its
             turn vector only.
+        assisted: only turns of a session where an assistant speaks are split.
     """
 
     words: int
     roles: frozenset[str]
+    assisted: bool = False
 
     @classmethod
     def of(cls, tuning: RecallTuning) -> Passages | None:
@@ -134,7 +136,7 @@ class Passages:
 
         Args:
             tuning: the recall settings (``sentence_share``, ``passage_words``,
-                ``passage_assistant``).
+                ``passage_assistant``, ``passage_assisted``).
 
         Returns:
             The plan, or None with ``sentence_share`` ≤ 0 (no passage is embedded).
@@ -142,21 +144,25 @@ class Passages:
         if tuning.sentence_share <= 0:
             return None
         roles = {"user", "assistant"} if tuning.passage_assistant else {"user"}
-        return cls(words=max(0, tuning.passage_words), roles=frozenset(roles))
+        return cls(words=max(0, tuning.passage_words), roles=frozenset(roles),
+                   assisted=tuning.passage_assisted)
 
-    def of_turn(self, text: str, role: str, cap: int = MAX_SENTENCES) -> tuple[str, ...]:
+    def of_turn(self, text: str, role: str, cap: int = MAX_SENTENCES,
+                assisted: bool = True) -> tuple[str, ...]:
         """The passages of one turn that get vectors of their own.
 
         Args:
             text: the turn's text.
             role: the turn's role.
             cap: at most this many passages (:func:`sentence_cap`).
+            assisted: whether an assistant speaks in the turn's session.
 
         Returns:
-            The passages, or an empty tuple when the turn's role is not split or the
-            turn is a single passage (its turn vector already is its passage's).
+            The passages, or an empty tuple when the turn is not split (its role, or
+            a session without an assistant when the plan asks for one) or is a single
+            passage (its turn vector already is its passage's).
         """
-        if role not in self.roles:
+        if role not in self.roles or (self.assisted and not assisted):
             return ()
         got = group(split(text, MAX_SENTENCES * 4), self.words)
         cap = max(1, cap)
