@@ -296,3 +296,21 @@ def test_only_sessions_where_an_assistant_speaks_are_split(store_dir: Path,
                  for t in mem.store.session_turns(s)}
         got = mem.store.sentence_vectors(list(turns.values()), emb.dim)
     assert set(got) == {turns["d"].id}
+
+
+def test_a_jsonl_import_uses_the_default_passages(store_dir: Path, backend: Backend) -> None:
+    """The streamed import (``tideline import jsonl``) splits as ``add_turns`` does."""
+    import json
+
+    path = store_dir / "chat.jsonl"
+    store_dir.mkdir(parents=True, exist_ok=True)
+    rows = [{"session": "j", "role": "user", "speaker": "user", "text": ASIDE, "id": "1"},
+            {"session": "j", "role": "assistant", "speaker": "assistant", "text": ANSWER,
+             "id": "2"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    emb = hashing()
+    with backend.open(store_dir / "home", embedder=emb) as mem:
+        mem.import_jsonl(path, source="chat")
+        turns = mem.store.session_turns("j")
+        got = mem.store.sentence_vectors(turns, emb.dim)
+    assert [t.role for t in turns if t.id in got] == ["user"]
