@@ -1,22 +1,25 @@
-"""Sentence-level vectors of raw turns: a turn that tells several things is found by the best one.
+"""Passage vectors of raw turns: a long turn is found by its best passage, not diluted whole.
 
-A chat turn often holds a greeting, a story and a question back ("Hey Mel! We went
-camping at the lake last weekend. How are the kids?"). One vector for the whole turn
-averages the three, so a question about camping meets a blur of small talk. With
-``sentence_vectors`` on, a turn of two or more sentences gets one passage embedding per
-sentence (``"speaker: sentence"``, as the turn itself is embedded), and recall ranks a
-turn candidate by a blend of its usual (context) similarity and its best sentence's::
+A user's request to an assistant often carries an aside ("I'm looking for recipes for
+ripe tomatoes… By the way, I just replaced my old kitchen faucet"). One vector for the
+whole turn averages the two, so a question about the faucet meets a blur of recipes.
+With ``sentence_share`` above 0 (the default), an import splits each turn that a
+:class:`Passages` plan selects (by default a user's turns in sessions where an assistant
+speaks) into passages of a few sentences, embeds each (``"speaker: passage"``, as the
+turn itself is embedded) when there are two or more, and recall ranks a turn candidate
+by a blend of its usual (context) similarity and its best passage's::
 
-    rank_sim = (1 − sentence_share) · turn_sim + sentence_share · (best_sentence_sim + lift)
+    rank_sim = (1 − sentence_share) · turn_sim + sentence_share · (best_passage_sim + lift)
 
-``lift`` shifts the best-sentence cosines so their mean over the query's candidates
-matches the turn cosines' (a short sentence's cosines sit on another level than a whole
+``lift`` shifts the best-passage cosines so their mean over the query's candidates
+matches the turn cosines' (a short passage's cosines sit on another level than a whole
 turn's), so the keyword and lexical evidence and the boosts keep their weight; the
-abstention decision still reads the plain turn cosine.
+abstention decision still reads the plain turn cosine. The turn is what is returned.
 
 Splitting uses ``sentencex`` (rule-based, ~300 languages, the CJK full stops ``。！？``
 included); fragments of fewer than :data:`MIN_WORDS` words ("Wow!", "lol") join their
-neighbour, so a turn of one real sentence and a greeting stays one vector.
+neighbour, and consecutive sentences join into passages of at most ``passage_words``
+words (:func:`group`). Measured on both dev sets: docs/lab/recall-generalisation.md.
 """
 
 from __future__ import annotations
