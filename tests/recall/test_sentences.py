@@ -314,3 +314,14 @@ def test_a_jsonl_import_uses_the_default_passages(store_dir: Path, backend: Back
         turns = mem.store.session_turns("j")
         got = mem.store.sentence_vectors(turns, emb.dim)
     assert [t.role for t in turns if t.id in got] == ["user"]
+
+
+@given(st.text(max_size=400), st.integers(min_value=0, max_value=60),
+       st.sampled_from(["user", "assistant", "system", "tool", ""]), st.booleans())
+def test_a_plan_never_fails_and_keeps_the_words_of_any_text(text: str, words: int, role: str,
+                                                             assisted: bool) -> None:
+    got = Passages(words=words, roles=frozenset({"user"}), assisted=True).of_turn(
+        text, role, cap=4, assisted=assisted)
+    assert got == () or (role == "user" and assisted and 2 <= len(got) <= 4)
+    if got:
+        assert " ".join(got).split() == text.split()
