@@ -120,12 +120,12 @@ class RecallTuning:
     # embeds each passage of a turn of two or more (Passages below), and recall ranks a
     # turn by (1 - sentence_share) of its turn similarity plus sentence_share of its best
     # passage's: a "by the way" aside inside a long request is not diluted by the rest
-    # (LongMemEval dev R@5 / R@10 / NDCG@10 +0.017 / +0.017 / +0.015 at 0.3;
+    # (LongMemEval dev R@5 / R@10 / NDCG@10 +0.017 / +0.033 / +0.036 at 0.4;
     # docs/lab/recall-generalisation.md). Passages: consecutive sentences joined up to
     # passage_words words (0: single sentences); only user turns are split unless
     # passage_assistant (an assistant's long answers are many and rarely tell what the
     # user said or did).
-    sentence_share: float = 0.3
+    sentence_share: float = 0.4
     passage_words: int = 30
     passage_assistant: bool = False
     # ... and only in sessions where an assistant speaks (a user's request bundles the
