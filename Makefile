@@ -60,7 +60,8 @@ BENCH_STORES ?= .bench-stores
 
 # The LoCoMo split is CC BY-NC and lives beside the project, never in it.
 LOCOMO ?= ../shared/bench/locomo-dev
-# LongMemEval (the upstream authors' data) likewise, with the e5 vectors of its histories.
+# LongMemEval (the upstream authors' data) likewise, with the e5 vectors of its histories;
+# the vectors its folder lacks (a user's passages) are embedded once into $(BENCH_STORES).
 LONGMEMEVAL ?= ../shared/bench/longmemeval-dev
 
 bench: $(VENV)/.stamp-bench
@@ -75,7 +76,8 @@ bench: $(VENV)/.stamp-bench
 	if [ -f $(LOCOMO)/turns.jsonl ]; then $(PY) -m tideline.bench locomo --data $(LOCOMO) \
 		--import-n 200; fi
 	if [ -d $(LONGMEMEVAL)/questions ]; then $(PY) -m tideline.bench longmemeval \
-		--data $(LONGMEMEVAL) --embed-cache $(LONGMEMEVAL)/vectors; fi
+		--data $(LONGMEMEVAL) --embed-cache $(LONGMEMEVAL)/vectors \
+		--embed-cache $(BENCH_STORES)/vectors; fi
 
 # SQLite and PostgreSQL side by side (docs/benchmarks.md): the embedded PostgreSQL server
 # comes with the dev extra; each benchmark starts its own and stops it after.

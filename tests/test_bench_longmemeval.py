@@ -104,3 +104,28 @@ def test_cache_answers_known_texts_and_embeds_misses(tmp_path: Path) -> None:
     assert len(again) == 2 and again.save() is None
     assert np.array_equal(again.embed_passages(["user: other"])[0], got[1])
     assert again.misses == 0
+
+
+def test_cache_layers_read_a_readonly_dir_and_keep_misses_in_a_writable_one(
+        tmp_path: Path) -> None:
+    """A shared read-only cache first, a writable one after it: both are read, the misses
+    (passage vectors the shared one lacks) are saved in the writable one only."""
+    inner = hashing()
+    shared, mine = tmp_path / "shared", tmp_path / "mine"
+    shared.mkdir()
+    known = inner.embed_passages(["user: hello"])
+    np.savez(shared / "a.npz", keys=np.array([text_key("user: hello")], dtype="S40"),
+             vecs=known)
+    shared.chmod(0o555)
+    try:
+        emb = CachedEmbedder(inner, shared, mine)
+        emb.embed_passages(["user: hello", "user: a passage"])
+        assert (emb.hits, emb.misses) == (1, 1)
+        saved = emb.save()
+        assert saved is not None and saved.parent == mine
+        assert sorted(p.name for p in shared.iterdir()) == ["a.npz"]
+        again = CachedEmbedder(inner, shared, mine)
+        again.embed_passages(["user: hello", "user: a passage"])
+        assert (again.hits, again.misses) == (2, 0)
+    finally:
+        shared.chmod(0o755)

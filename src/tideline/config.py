@@ -116,12 +116,23 @@ class RecallTuning:
     # with the kids." (0 disables).
     across_question: float = 0.5
     across_hits: int = 3
-    # Sentence vectors (recall/sentences.py): with sentence_share > 0 an import also
-    # embeds each sentence of a turn of two or more, and recall ranks a turn by
-    # (1 - sentence_share) of its turn similarity plus sentence_share of its best
-    # sentence's. Off: measured on LoCoMo it lifts R@5 but lowers multi-hop and
-    # adversarial R@10 and about doubles the import's embedding (docs/lab/locomo.md).
-    sentence_share: float = 0.0
+    # Passage vectors (recall/sentences.py): with sentence_share > 0 an import also
+    # embeds each passage of a turn of two or more (Passages below), and recall ranks a
+    # turn by (1 - sentence_share) of its turn similarity plus sentence_share of its best
+    # passage's: a "by the way" aside inside a long request is not diluted by the rest
+    # (LongMemEval dev R@5 / R@10 / NDCG@10 +0.017 / +0.033 / +0.036 at 0.4;
+    # docs/lab/recall-generalisation.md). Passages: consecutive sentences joined up to
+    # passage_words words (0: single sentences); only user turns are split unless
+    # passage_assistant (an assistant's long answers are many and rarely tell what the
+    # user said or did).
+    sentence_share: float = 0.4
+    passage_words: int = 30
+    passage_assistant: bool = False
+    # ... and only in sessions where an assistant speaks (a user's request bundles the
+    # ask with "by the way" asides the answer never echoes; in a chat between people each
+    # turn is found by its context vector: forcing passages there cost LoCoMo dev 0.012
+    # R@10 and 0.016 multi-hop R@10, docs/lab/recall-generalisation.md).
+    passage_assisted: bool = True
     # Abstention (recall/trust.py): the best cosine that makes a packet trusted is read
     # from turns of which at most trust_question_share of the words sit in questions (a
     # turn that only asks, "Wow! What did you get?", sits near any question; 1 counts

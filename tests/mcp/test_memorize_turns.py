@@ -61,3 +61,22 @@ def test_without_a_key_the_same_turns_are_not_stored_twice(atlas_mem: Memory) ->
     first, again = (r.structured_content for r in run_with(atlas_mem, body))
     assert (first["turns"]["inserted"], again["turns"]["inserted"]) == (3, 0)
     assert atlas_mem.introspect()["turns"] == 3
+
+
+def test_turns_handed_over_get_passage_vectors_of_the_users_long_turn(atlas_mem: Memory) -> None:
+    """Issue 29: a user's long request in a session with an assistant is stored with the
+    vectors of its passages too (the default best-passage ranking), the assistant's not."""
+    aside = ("I'm looking for some recipe ideas for using up ripe tomatoes from the market. "
+             "I have been cooking a lot more at home lately with my friends and family. "
+             "By the way, I just replaced my old kitchen faucet with a touchless one.")
+    turns = [{"role": "user", "text": aside},
+             {"role": "assistant", "text": f"{aside} Here is a salsa and a sauce to try."}]
+
+    async def body(c: Client) -> Any:
+        return await c.call_tool("memorize", {"turns": turns, "session": "kitchen"})
+
+    assert run_with(atlas_mem, body).structured_content["turns"]["inserted"] == 2
+    stored = atlas_mem.store.session_turns("kitchen")
+    got = atlas_mem.store.sentence_vectors(stored, atlas_mem.embedder.dim)
+    assert [t.role for t in stored if t.id in got] == ["user"]
+    assert len(next(iter(got.values()))) == 2

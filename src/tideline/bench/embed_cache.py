@@ -6,7 +6,10 @@ the vectors never change for the same text and model. A cache directory holds
 exactly as passed to ``embed_passages``) and ``vecs`` (float32, one row per key).
 :class:`CachedEmbedder` wraps an embedder: every passage text found in the cache takes
 its vector from there, every other one is embedded by the wrapped embedder (and, when
-the directory is writable, saved in a new file on :meth:`CachedEmbedder.save`).
+a directory is writable, saved in a new file on :meth:`CachedEmbedder.save`). Several
+directories are layers: all are read, the misses are written to the last writable one
+(a read-only shared cache first, a writable one of the caller's after it, so vectors
+it lacks, such as passage vectors, are embedded once).
 Queries are never cached: the bench measures their latency.
 
 The cache is keyed by text only, so it must hold vectors of the wrapped embedder's
@@ -41,16 +44,19 @@ class CachedEmbedder:
     Args:
         inner: the embedder that embeds misses and every query.
         directory: the cache directory (``*.npz`` read at construction; may not exist).
+        more: further directories, read too; :meth:`save` writes to the last writable
+            one of all.
     """
 
-    def __init__(self, inner: Embedder, directory: str | Path) -> None:
+    def __init__(self, inner: Embedder, directory: str | Path, *more: str | Path) -> None:
         self.inner = inner
-        self.directory = Path(directory)
+        self.directories = [Path(directory), *(Path(d) for d in more)]
+        self.directory = self.directories[0]
         self._vectors: dict[bytes, np.ndarray] = {}
         self._new: dict[bytes, np.ndarray] = {}
         self.hits = 0
         self.misses = 0
-        for path in sorted(self.directory.glob("*.npz")) if self.directory.is_dir() else []:
+        for path in [p for d in self.directories if d.is_dir() for p in sorted(d.glob("*.npz"))]:
             with np.load(path) as data:
                 keys, vecs = data["keys"], data["vecs"]
                 if vecs.ndim != 2 or len(keys) != len(vecs):
@@ -120,22 +126,26 @@ class CachedEmbedder:
         return self.inner.embed_query(text)
 
     def save(self) -> Path | None:
-        """Write the vectors embedded since the last save to a new file of the directory.
+        """Write the vectors embedded since the last save to a new file of the last
+        writable directory.
 
         Returns:
-            The file written, or None when nothing is new or the directory is not
-            writable (a read-only shared cache is only read).
+            The file written, or None when nothing is new or no directory is writable
+            (a read-only shared cache is only read).
         """
         if not self._new:
             return None
-        try:
-            self.directory.mkdir(parents=True, exist_ok=True)
-        except OSError:
-            return None
-        if not os.access(self.directory, os.W_OK):
+        for directory in reversed(self.directories):
+            try:
+                directory.mkdir(parents=True, exist_ok=True)
+            except OSError:
+                continue
+            if os.access(directory, os.W_OK):
+                break
+        else:
             return None
         name = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}-{len(self._new)}.npz"
-        path = self.directory / name
+        path = directory / name
         keys = np.array(list(self._new), dtype="S40")
         np.savez(path, keys=keys, vecs=np.stack(list(self._new.values())).astype(np.float32))
         self._new.clear()

@@ -294,8 +294,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--embedder", default="e5")
     parser.add_argument("--keep", type=Path, default=None,
                         help="keep the conversations' stores here and reuse them")
-    parser.add_argument("--embed-cache", type=Path, default=None, metavar="DIR",
-                        help="passage vectors keyed by text (tideline.bench.embed_cache)")
+    parser.add_argument("--embed-cache", type=Path, action="append", default=[], metavar="DIR",
+                        help="passage vectors keyed by text (tideline.bench.embed_cache); "
+                             "repeatable: all read, misses saved to the last writable")
     parser.add_argument("--questions", type=int, default=None, help="only the first N")
     parser.add_argument("--import-n", type=int, default=0,
                         help="also time add_turns of the first N turns against bare embedding")
@@ -309,8 +310,8 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as exc:
         parser.error(str(exc))
     embedder: Embedder = make_embedder(args.embedder)
-    if args.embed_cache is not None:
-        embedder = CachedEmbedder(embedder, args.embed_cache)
+    if args.embed_cache:
+        embedder = CachedEmbedder(embedder, *args.embed_cache)
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
     result = run(args.data, embedder, keep=args.keep, limit_questions=args.questions,

@@ -25,7 +25,8 @@ which loads the vector index and warms SQLite) is timed apart as
 ``first_recall_p50``; the question's recall is the second.
 
 ``--embed-cache DIR`` (:mod:`tideline.bench.embed_cache`) takes passage vectors from
-``DIR/*.npz`` (the dev folder's ``vectors/`` hold every history's); a miss is embedded.
+``DIR/*.npz`` (the dev folder's ``vectors/`` hold every history's); a miss is embedded
+(repeat the flag to add a writable layer after a read-only one: misses are saved there).
 ``--keep DIR`` keeps each question's store under DIR and reuses it. Prints one JSON
 document.
 """
@@ -182,6 +183,8 @@ def run(
             try:
                 if mem.store.stats().get("turns", 0) != len(rows):
                     mem.add_turns(rows, scope=qid, source=SOURCE)
+                if isinstance(embedder, CachedEmbedder):
+                    embedder.save()  # a long run's misses survive its interruption
                 if progress is not None:
                     progress(f"{qid}: {len(rows)} turns, import "
                              f"{time.perf_counter() - t0:.1f} s")
@@ -246,8 +249,9 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m tideline.bench longmemeval")
     parser.add_argument("--data", required=True, help="a LongMemEval split directory")
     parser.add_argument("--embedder", default="e5")
-    parser.add_argument("--embed-cache", type=Path, default=None, metavar="DIR",
-                        help="passage vectors keyed by text (default: DATA/vectors if there)")
+    parser.add_argument("--embed-cache", type=Path, action="append", default=[], metavar="DIR",
+                        help="passage vectors keyed by text (default: DATA/vectors if there); "
+                             "repeatable: all read, misses saved to the last writable")
     parser.add_argument("--keep", type=Path, default=None,
                         help="keep the questions' stores here and reuse them")
     parser.add_argument("--questions", type=int, default=None, help="only the first N")
@@ -260,11 +264,11 @@ def main(argv: list[str] | None = None) -> None:
     except ValueError as exc:
         parser.error(str(exc))
     embedder: Embedder = make_embedder(args.embedder)
-    cache = args.embed_cache
-    if cache is None and (Path(args.data) / "vectors").is_dir():
-        cache = Path(args.data) / "vectors"
-    if cache is not None:
-        embedder = CachedEmbedder(embedder, cache)
+    caches = list(args.embed_cache)
+    if not caches and (Path(args.data) / "vectors").is_dir():
+        caches = [Path(args.data) / "vectors"]
+    if caches:
+        embedder = CachedEmbedder(embedder, *caches)
     if args.keep is not None:
         args.keep.mkdir(parents=True, exist_ok=True)
     result = run(args.data, embedder, keep=args.keep, limit_questions=args.questions,

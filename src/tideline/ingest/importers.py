@@ -49,6 +49,7 @@ def add_turns(
         InputTooLarge: the batch or a turn is over its cap.
     """
     from tideline.ingest.turns import prepare_turns, store_turns
+    from tideline.recall.sentences import Passages
 
     batch = clean_seq(turns, "turns")
     caps = rt.config.caps
@@ -67,7 +68,7 @@ def add_turns(
     )
     result = store_turns(rt.store, rt.embedder, prepared, progress=progress,
                          txn_turns=caps.import_batch, embed=rt.guard.passages,
-                         sentences=rt.config.recall.sentence_share > 0)
+                         passages=Passages.of(rt.config.recall))
     if result.inserted and not rt.guard.down:
         rt.writer.fill_pending()
     return result
@@ -241,6 +242,7 @@ def import_jsonl(
     """
     from tideline.ingest.jsonl import count_lines, iter_jsonl
     from tideline.ingest.turns import Occurrences, prepare_turns, store_turns
+    from tideline.recall.sentences import Passages
 
     clean_callback(progress)
     given = clean_paths([path], "path")
@@ -267,7 +269,7 @@ def import_jsonl(
                               occurrences=occurrences,
                               labels=[f"{file}:{n}" for n, _ in rows])
         res = store_turns(rt.store, rt.embedder, turns, txn_turns=size,
-                          sentences=rt.config.recall.sentence_share > 0)
+                          passages=Passages.of(rt.config.recall))
         read += len(turns)
         inserted += res.inserted
         skipped += res.skipped

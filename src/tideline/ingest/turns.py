@@ -42,7 +42,7 @@ from tideline.config import Caps
 from tideline.embed.base import Embedder, Vectors
 from tideline.errors import InvalidInput
 from tideline.models import ImportResult, Turn, derived_turn_id
-from tideline.recall.sentences import sentence_cap, split
+from tideline.recall.sentences import Passages, sentence_cap
 from tideline.secrets import redact_secrets
 from tideline.store.base import WriteRows
 from tideline.store.rows import turn_index_text
@@ -151,16 +151,17 @@ def prepare_turns(
 def store_turns(
     store: WriteRows, embedder: Embedder, turns: list[Turn], *,
     progress: Callable[[int, int], None] | None = None, txn_turns: int = 500,
-    embed: Callable[[Sequence[str]], Vectors | None] | None = None, sentences: bool = False,
+    embed: Callable[[Sequence[str]], Vectors | None] | None = None,
+    passages: Passages | None = None,
 ) -> ImportResult:
     """Embed and insert turns that are not stored yet, ``txn_turns`` per transaction.
 
     ``embed`` (default: the embedder's) may return None when the embedder is
     unavailable: the turns are stored all the same, their vectors pending. With
-    ``sentences`` a turn of two or more sentences also gets one vector per sentence
-    (:mod:`tideline.recall.sentences`; a derived extra that recall does without when
-    it is missing, so it is not filled in later for turns stored while the embedder
-    was down).
+    ``passages`` a turn that plan splits in two or more passages also gets one vector
+    per passage (:mod:`tideline.recall.sentences`; a derived extra that recall does
+    without when it is missing, so it is not filled in later for turns stored while the
+    embedder was down).
 
     Embedding happens before each transaction, never inside one; each transaction
     stores its turns whole or not at all, so an import killed at any point leaves a
@@ -187,11 +188,17 @@ def store_turns(
     # whole session does).
     before: list[Turn | None] = []
     last: dict[str, Turn | None] = {}
+    first_before: dict[str, Turn | None] = {}
     for t in fresh:
         if t.session not in last:
             last[t.session] = store.previous_turn(t.session, store.next_turn_index(t.session))
+            first_before[t.session] = last[t.session]
         before.append(last[t.session])
         last[t.session] = t
+    # Sessions where an assistant speaks: in this input, or the turn stored just before it.
+    assisted = {t.session for t in turns if t.role == "assistant"}
+    assisted |= {s for s, prev in first_before.items() if prev is not None
+                 and prev.role == "assistant"}
     known: dict[str, np.ndarray] = {}  # the previous chunk's own vectors
     for part_start in range(0, total, max(1, txn_turns)):
         part = fresh[part_start:part_start + max(1, txn_turns)]
@@ -206,7 +213,8 @@ def store_turns(
                 previous.append(turn_index_text(prev.speaker, prev.text) if prev else None)
             got = embed_turns(embedder, own, previous, known=known, passages=embed)
             vectors.extend(got if got is not None else [None] * len(chunk))
-            split.extend(_sentence_vectors(embedder, chunk, embed) if sentences and got is not None
+            split.extend(_sentence_vectors(embedder, chunk, embed, passages, assisted)
+                         if passages is not None and got is not None
                          else [None] * len(chunk))
             if progress is not None:
                 progress(part_start + start + len(chunk), total)
@@ -233,12 +241,14 @@ def store_turns(
 
 def _sentence_vectors(
     embedder: Embedder, chunk: Sequence[Turn],
-    embed: Callable[[Sequence[str]], Vectors | None] | None,
+    embed: Callable[[Sequence[str]], Vectors | None] | None, plan: Passages,
+    assisted: set[str],
 ) -> list[np.ndarray | None]:
-    """Per turn of ``chunk``, its sentence vectors (None for a turn of one sentence, or
-    for all when the embedder is unavailable); every sentence in one embedding call."""
+    """Per turn of ``chunk``, its passage vectors (None for a turn ``plan`` does not split,
+    or for all when the embedder is unavailable); every passage in one embedding call.
+    ``assisted``: the sessions where an assistant speaks."""
     cap = sentence_cap(embedder.dim)
-    parts = [split(t.text, cap) for t in chunk]
+    parts = [plan.of_turn(t.text, t.role, cap, t.session in assisted) for t in chunk]
     texts = [turn_index_text(t.speaker, s) for t, p in zip(chunk, parts, strict=True)
              if len(p) > 1 for s in p]
     if not texts:

@@ -1,29 +1,33 @@
-"""Sentence-level vectors of raw turns: a turn that tells several things is found by the best one.
+"""Passage vectors of raw turns: a long turn is found by its best passage, not diluted whole.
 
-A chat turn often holds a greeting, a story and a question back ("Hey Mel! We went
-camping at the lake last weekend. How are the kids?"). One vector for the whole turn
-averages the three, so a question about camping meets a blur of small talk. With
-``sentence_vectors`` on, a turn of two or more sentences gets one passage embedding per
-sentence (``"speaker: sentence"``, as the turn itself is embedded), and recall ranks a
-turn candidate by a blend of its usual (context) similarity and its best sentence's::
+A user's request to an assistant often carries an aside ("I'm looking for recipes for
+ripe tomatoes… By the way, I just replaced my old kitchen faucet"). One vector for the
+whole turn averages the two, so a question about the faucet meets a blur of recipes.
+With ``sentence_share`` above 0 (the default), an import splits each turn that a
+:class:`Passages` plan selects (by default a user's turns in sessions where an assistant
+speaks) into passages of a few sentences, embeds each (``"speaker: passage"``, as the
+turn itself is embedded) when there are two or more, and recall ranks a turn candidate
+by a blend of its usual (context) similarity and its best passage's::
 
-    rank_sim = (1 − sentence_share) · turn_sim + sentence_share · (best_sentence_sim + lift)
+    rank_sim = (1 − sentence_share) · turn_sim + sentence_share · (best_passage_sim + lift)
 
-``lift`` shifts the best-sentence cosines so their mean over the query's candidates
-matches the turn cosines' (a short sentence's cosines sit on another level than a whole
+``lift`` shifts the best-passage cosines so their mean over the query's candidates
+matches the turn cosines' (a short passage's cosines sit on another level than a whole
 turn's), so the keyword and lexical evidence and the boosts keep their weight; the
-abstention decision still reads the plain turn cosine.
+abstention decision still reads the plain turn cosine. The turn is what is returned.
 
 Splitting uses ``sentencex`` (rule-based, ~300 languages, the CJK full stops ``。！？``
 included); fragments of fewer than :data:`MIN_WORDS` words ("Wow!", "lol") join their
-neighbour, so a turn of one real sentence and a greeting stays one vector.
+neighbour, and consecutive sentences join into passages of at most ``passage_words``
+words (:func:`group`). Measured on both dev sets: docs/lab/recall-generalisation.md.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -31,10 +35,12 @@ import numpy as np
 from tideline.models import Turn
 
 if TYPE_CHECKING:
+    from tideline.config import RecallTuning
     from tideline.recall.engine import Candidate
     from tideline.store.base import Store
 
-__all__ = ["MAX_SENTENCES", "MIN_WORDS", "lifted_blend", "rank", "sentence_cap", "split"]
+__all__ = ["MAX_SENTENCES", "MIN_WORDS", "Passages", "group", "lifted_blend", "rank",
+           "sentence_cap", "split"]
 
 #: A fragment with fewer words than this joins the sentence before it (or after it).
 MIN_WORDS = 3
@@ -83,6 +89,89 @@ def split(text: str, cap: int = MAX_SENTENCES) -> tuple[str, ...]:
     if len(out) > cap:
         out[cap - 1:] = [" ".join(out[cap - 1:])]
     return tuple(out) if out else (text,)
+
+
+def group(sentences: Sequence[str], words: int) -> tuple[str, ...]:
+    """Consecutive sentences joined into passages of at most ``words`` words.
+
+    A sentence joins the passage before it while the two together stay within
+    ``words``; a sentence longer than that is a passage of its own. ``words`` ≤ 0 keeps
+    every sentence apart.
+
+    Args:
+        sentences: a turn's sentences (:func:`split`), in order.
+        words: the most words of a passage (a CJK character counts half).
+
+    Returns:
+        The passages, in order (every word of ``sentences`` once).
+    """
+    out: list[str] = []
+    size = 0
+    for sentence in sentences:
+        weight = _weight(sentence)
+        if out and words > 0 and size + weight <= words:
+            out[-1] = f"{out[-1]} {sentence}"
+            size += weight
+        else:
+            out.append(sentence)
+            size = weight
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class Passages:
+    """Which turns get passage vectors at import, and how they are cut.
+
+    Attributes:
+        words: the most words of a passage (:func:`group`; 0: single sentences).
+        roles: the roles whose turns are split; a turn of any other role keeps its
+            turn vector only.
+        assisted: only turns of a session where an assistant speaks are split.
+    """
+
+    words: int
+    roles: frozenset[str]
+    assisted: bool = False
+
+    @classmethod
+    def of(cls, tuning: RecallTuning) -> Passages | None:
+        """The plan of a recall tuning, or None when best-passage ranking is off.
+
+        Args:
+            tuning: the recall settings (``sentence_share``, ``passage_words``,
+                ``passage_assistant``, ``passage_assisted``).
+
+        Returns:
+            The plan, or None with ``sentence_share`` ≤ 0 (no passage is embedded).
+        """
+        if tuning.sentence_share <= 0:
+            return None
+        roles = {"user", "assistant"} if tuning.passage_assistant else {"user"}
+        return cls(words=max(0, tuning.passage_words), roles=frozenset(roles),
+                   assisted=tuning.passage_assisted)
+
+    def of_turn(self, text: str, role: str, cap: int = MAX_SENTENCES,
+                assisted: bool = True) -> tuple[str, ...]:
+        """The passages of one turn that get vectors of their own.
+
+        Args:
+            text: the turn's text.
+            role: the turn's role.
+            cap: at most this many passages (:func:`sentence_cap`).
+            assisted: whether an assistant speaks in the turn's session.
+
+        Returns:
+            The passages, or an empty tuple when the turn is not split (its role, or
+            a session without an assistant when the plan asks for one) or is a single
+            passage (its turn vector already is its passage's).
+        """
+        if role not in self.roles or (self.assisted and not assisted):
+            return ()
+        got = group(split(text, MAX_SENTENCES * 4), self.words)
+        cap = max(1, cap)
+        if len(got) > cap:
+            got = (*got[:cap - 1], " ".join(got[cap - 1:]))
+        return got if len(got) > 1 else ()
 
 
 def rank(store: Store, cands: Iterable[Candidate], turns: Mapping[int, Turn],
