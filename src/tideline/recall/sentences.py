@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tideline.models import Turn
+from tideline.recall.candidates import Candidate
 
 if TYPE_CHECKING:
-    from tideline.recall.engine import Candidate
     from tideline.store.base import Store
 
 __all__ = ["MAX_SENTENCES", "MIN_WORDS", "lifted_blend", "rank", "sentence_cap", "split"]
