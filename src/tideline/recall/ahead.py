@@ -19,20 +19,24 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar
 
-__all__ = ["Later", "later"]
+__all__ = ["Later", "beside", "later"]
 
 T = TypeVar("T")
 
 _WORKERS = 4
 _pool: ThreadPoolExecutor | None = None
+#: The query embeddings' own workers: an embedding takes tens of milliseconds, and in
+#: the reads' pool it would hold up the short reads of recalls running beside it.
+_embed_pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
 def _forget_after_fork() -> None:
     # A forked child has none of the parent's worker threads; the pool it inherited
     # would queue reads that no thread ever runs.
-    global _pool, _pool_lock  # noqa: PLW0603
+    global _pool, _embed_pool, _pool_lock  # noqa: PLW0603
     _pool = None
+    _embed_pool = None
     _pool_lock = threading.Lock()
 
 
@@ -47,6 +51,15 @@ def _executor() -> ThreadPoolExecutor:
             _pool = ThreadPoolExecutor(max_workers=_WORKERS,
                                        thread_name_prefix="tideline-recall")
         return _pool
+
+
+def _embed_executor() -> ThreadPoolExecutor:
+    global _embed_pool  # noqa: PLW0603 - one pool per process, made on first use
+    with _pool_lock:
+        if _embed_pool is None:
+            _embed_pool = ThreadPoolExecutor(max_workers=_WORKERS,
+                                             thread_name_prefix="tideline-embed")
+        return _embed_pool
 
 
 class Later(Generic[T]):
@@ -88,3 +101,30 @@ def later(call: Callable[[], T], *, parallel: bool) -> Later[T]:
     # (tideline.store.routing: a standby for a read-only verb) follows it.
     return Later(call, _executor().submit(contextvars.copy_context().run, call)
                  if parallel else None)
+
+
+def beside(call: Callable[[], T]) -> Later[T]:
+    """Start ``call`` (a query embedding) in a worker thread on any store.
+
+    The embedder computes outside the interpreter's lock (a native library, or an
+    HTTP round trip), so the recall's full-text side, which needs no vector, runs in
+    the caller meanwhile, on SQLite too.
+
+    Args:
+        call: an embedding with no side effect on the caller's state.
+
+    Returns:
+        Its pending result.
+    """
+    started = threading.Event()
+
+    def run() -> T:
+        started.set()
+        return call()
+
+    future = _embed_executor().submit(contextvars.copy_context().run, run)
+    # Until the worker runs, the caller lets it have the interpreter: a thread asking
+    # for the lock waits out the switch interval (5 ms) while the caller computes, and
+    # the embedder frees the lock as soon as it is under way.
+    started.wait()
+    return Later(call, future)

@@ -23,6 +23,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 import numpy as np
 
@@ -33,7 +34,7 @@ from tideline.embed.guard import EmbedGuard
 from tideline.models import Edge, MemoryRecord, RecallPacket, Turn, iso
 from tideline.recall import focus, graph, morph, scoring, sentences, trust, when
 from tideline.recall import updates as corrections
-from tideline.recall.ahead import Later, later
+from tideline.recall.ahead import Later, beside, later
 from tideline.recall.candidates import Candidates
 from tideline.recall.gather import Gatherer
 from tideline.recall.packet import item as packet_item
@@ -45,6 +46,8 @@ from tideline.store.base import Store, VectorSearch
 from tideline.store.rows import memory_index_text, turn_index_text
 
 __all__ = ["RecallEngine"]
+
+T = TypeVar("T")
 
 
 class RecallEngine:
@@ -102,11 +105,12 @@ class RecallEngine:
             The packet, best first.
         """
         t0 = time.perf_counter()
-        qv = self.guard.query(query) if query_vector is None else query_vector
-        degraded = qv is None
-        if qv is None:  # no vector side: a zero query makes every similarity 0
-            qv = np.zeros(self.embedder.dim, dtype=np.float32)
-        t1 = time.perf_counter()
+        # The query's embedding runs in a worker while the full-text side, which needs
+        # no vector (the terms' statistics, the word and substring searches), runs here:
+        # the embedder computes outside the interpreter's lock (tideline.recall.ahead).
+        timed: list[float] = []
+        embedding = (beside(functools.partial(_timed, self.guard.query, query, timed))
+                     if query_vector is None else None)
         tune = self.config.recall
         # One and a half times the limit: three times cost a long history (limit 50 on
         # ~500 long turns) a third more scoring, and twice a quarter more, for no change
@@ -121,21 +125,51 @@ class RecallEngine:
         # The reads that need nothing of each other start now, beside the rest on a
         # database server (see tideline.recall.ahead).
         parallel = self.store.parallel_reads()
-        vec = {space: later(functools.partial(self._gather.nearest, space, scopes, qv, k),
-                            parallel=parallel) for space in spaces}
         routed = (self._router.ahead(parallel)
-                  if include_memories and not degraded and self._router.wanted() else None)
+                  if include_memories and self._router.wanted() else None)
         forms: dict[str, dict[str, tuple[str, ...]]] = {}
+        lex: dict[str, dict[int, int]] = {}
         for space in spaces:
             seen = self._terms.analyse(space, query, terms)
             # An empty table (no memories in a store of imported turns) is not searched:
             # neither its full text nor its vectors, nor the clusters of its rows.
             weights[space], forms[space] = seen.weights, seen.forms
             expressions[space] = None if seen.empty else seen.queries
-            if seen.empty:
-                vec[space] = Later(dict, None)
-                if space == "m":
-                    routed = None
+            if seen.empty and space == "m":
+                routed = None
+        for space in spaces:
+            lex[space] = self._gather.lexical(
+                expressions[space], "memories" if space == "m" else "turns", scopes,
+                self._gather.lexical_k(k), kind if space == "m" else None, since, until,
+                parallel)
+        keyword = {space: morph.Coverage(terms, weights[space] if terms else None, forms[space])
+                   for space in spaces}
+        named: set[str] = set()
+        early: dict[int, float] = {}  # the lexical turn hits' keyword coverage
+        if "t" in spaces:
+            named = self._turns.named(query, scopes)
+            if not parallel:
+                # In process, the lexical hits' rows and vectors (both kept by the store)
+                # and what is read of their texts (the keywords here, the question and
+                # listener shares, kept by text) are ready before the embedding; on a
+                # server they would cost statements of their own, which the candidates'
+                # reads of every row make anyway.
+                ahead = self.store.get_turns(list(lex["t"]))
+                self.store.turn_vectors(list(ahead.values()), self.embedder.dim)
+                self._turns.prepare(ahead.values())
+                early = {tid: keyword["t"](turn_index_text(t.speaker, t.text))
+                         for tid, t in ahead.items()}
+        waiting = time.perf_counter()
+        qv = embedding.get() if embedding is not None else query_vector
+        t1 = time.perf_counter()
+        degraded = qv is None
+        if qv is None:  # no vector side: a zero query makes every similarity 0
+            qv = np.zeros(self.embedder.dim, dtype=np.float32)
+            routed = None
+        vec: dict[str, Later[dict[int, float]]] = {
+            space: later(functools.partial(self._gather.nearest, space, scopes, qv, k),
+                         parallel=parallel) if expressions[space] is not None
+            else Later(dict, None) for space in spaces}
         now = time.time()
 
         cands: Candidates = {}
@@ -143,18 +177,16 @@ class RecallEngine:
         turns: dict[int, Turn] = {}
         linked: Later[list[Edge]] | None = None
         covered: set[int] = set()
-        named: set[str] = set()
         if include_memories:
-            memories, linked = self._gather.memories(qv, expressions["m"], scopes, k, kind, since,
-                                                   until, cands, vec["m"], parallel)
+            memories, linked = self._gather.memories(qv, lex["m"], scopes, kind, since, until,
+                                                     cands, vec["m"], parallel)
             covered = set(memories)  # before the graph spread adds the memories it reaches
         if include_turns and kind is None:
-            named = self._turns.named(query, scopes)
             names = (self._names.of(named)
                      if self._turns.singles_out(named, scopes) and not degraded else None)
             aim = focus.focus_vector(qv, names or [], tune.name_focus)
-            turns = self._gather.turns(qv, expressions["t"], scopes, k, since, until, cands,
-                                          vec["t"], parallel, aim)
+            turns = self._gather.turns(qv, lex["t"], scopes, k, since, until, cands, vec["t"],
+                                       aim)
             if window is not None:
                 self._gather.window_turns(qv, window, scopes, k, turns, cands)
             if tune.sentence_share > 0 and not degraded:
@@ -164,19 +196,18 @@ class RecallEngine:
         profile = self.embedder.profile
         dated: set[tuple[str, int]] = set()
         dated_trust = False
-        keyword = {space: morph.Coverage(terms, weights[space] if terms else None, forms[space])
-                   for space in spaces}
         # Sessions where someone talks to an assistant: there a question is a request
         # that tells what its asker wants, not small talk (see _asked).
         assisted = frozenset((t.scope, t.session) for t in turns.values()
                              if t.role == "assistant")
         for cand in cands.values():
             if cand.type == "memory":
-                text = memory_index_text(memories[cand.key])
+                cand.keyword = keyword["m"](memory_index_text(memories[cand.key]))
+            elif (found := early.get(cand.key)) is not None:
+                cand.keyword = found
             else:
                 t = turns[cand.key]
-                text = turn_index_text(t.speaker, t.text)
-            cand.keyword = keyword[cand.type[0]](text)
+                cand.keyword = keyword["t"](turn_index_text(t.speaker, t.text))
             cand.score = scoring.relevance(cand, profile.floor, tune)
             if cand.type == "memory":
                 cand.score *= scoring.salience(memories[cand.key], now, self.config)
@@ -235,7 +266,10 @@ class RecallEngine:
         t2 = time.perf_counter()
         packet = RecallPacket(
             query=query, scope=scope, items=items, abstained=abstained,
-            latency_ms=(t2 - t0) * 1000, embed_ms=(t1 - t0) * 1000, engine_ms=(t2 - t1) * 1000,
+            # The engine's own work: all but the wait for the embedding (which ran
+            # beside the full-text side, so the two add up to more than the latency).
+            latency_ms=(t2 - t0) * 1000, embed_ms=sum(timed) * 1000,
+            engine_ms=(t2 - t0 - (t1 - waiting)) * 1000,
             best_similarity=best_sim, considered=len(cands),
             signals={"margin_z": round(margin, 4), "best_keyword": round(best_kw, 4)},
             filters={"kind": kind, "since": iso(since), "until": iso(until),
@@ -246,3 +280,12 @@ class RecallEngine:
         if on_hits is not None:
             on_hits(packet)
         return packet
+
+
+def _timed(call: Callable[[str], T], arg: str, took: list[float]) -> T:
+    """``call(arg)``, its duration appended to ``took`` (seconds)."""
+    start = time.perf_counter()
+    try:
+        return call(arg)
+    finally:
+        took.append(time.perf_counter() - start)

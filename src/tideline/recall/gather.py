@@ -44,7 +44,7 @@ class Gatherer:
         self.config = config
 
     def memories(
-        self, qv: np.ndarray, terms: Queries | None, scopes: Sequence[str], k: int,
+        self, qv: np.ndarray, lex: dict[int, int], scopes: Sequence[str],
         kind: str | None, since: float | None, until: float | None,
         cands: Candidates, found: Later[dict[int, float]],
         parallel: bool,
@@ -55,9 +55,8 @@ class Gatherer:
 
         Args:
             qv: the query vector.
-            terms: the lexical queries (None: the table is not searched by words).
+            lex: the lexical hits' ranks (:meth:`lexical`).
             scopes: the scopes searched.
-            k: vector candidates per table.
             kind: only memories of this kind.
             since: only memories at or after this epoch.
             until: only memories at or before this epoch.
@@ -68,8 +67,6 @@ class Gatherer:
         Returns:
             The live candidate memories by id, and their edges when read ahead.
         """
-        lex = self.lexical(terms, "memories", scopes, self.lexical_k(k), kind, since, until,
-                           parallel)
         vec = dict(found.get())
         ids = list(dict.fromkeys([*vec, *lex]))
         only_lexical = [m for m in lex if m not in vec]
@@ -110,30 +107,27 @@ class Gatherer:
         return live, linked
 
     def turns(
-        self, qv: np.ndarray, terms: Queries | None, scopes: Sequence[str], k: int,
+        self, qv: np.ndarray, lex: dict[int, int], scopes: Sequence[str], k: int,
         since: float | None, until: float | None, cands: Candidates,
-        found: Later[dict[int, float]], parallel: bool, aim: np.ndarray | None = None,
+        found: Later[dict[int, float]], aim: np.ndarray | None = None,
     ) -> dict[int, Turn]:
         """Turn candidates: vector and lexical hits, and with ``aim`` (the query without
         its names, :mod:`tideline.recall.focus`) the nearest turns to it, ranked by it.
 
         Args:
             qv: the query vector.
-            terms: the lexical queries (None: the table is not searched by words).
+            lex: the lexical hits' ranks (:meth:`lexical`).
             scopes: the scopes searched.
-            k: vector candidates per table.
+            k: vector candidates per table (the aimed search's).
             since: only turns at or after this epoch.
             until: only turns at or before this epoch.
             cands: the candidates, added to.
             found: the vector search's hits (started ahead).
-            parallel: whether reads may run beside each other.
             aim: the focus vector, or None.
 
         Returns:
             The candidate turns by id.
         """
-        lex = self.lexical(terms, "turns", scopes, self.lexical_k(k), None, since, until,
-                           parallel)
         vec = dict(found.get())
         aimed = self.nearest("t", scopes, aim, k) if aim is not None else {}
         turns = {

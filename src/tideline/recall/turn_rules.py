@@ -12,7 +12,7 @@ lives in its own module (``across``, ``asking``, ``answers``, ``listener``, ``ro
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -44,6 +44,21 @@ class TurnRules:
         self.dim = dim
         self.config = config
         self.people = people
+
+    def prepare(self, turns: Iterable[Turn]) -> None:
+        """Read the question share and the listener share of each turn's text ahead
+        (both are kept by text, so the rules applied later find them).
+
+        Args:
+            turns: turns likely to be candidates (the lexical hits).
+        """
+        share = self.config.recall.question_discount
+        listening = self.config.recall.listener_discount
+        for t in turns:
+            if share > 0:
+                asking.question_share(t.text)
+            if listening > 0:
+                listener.listener_share(t.text)
 
     def neighbours(
         self, qv: np.ndarray, cands: Candidates, turns: dict[int, Turn],
