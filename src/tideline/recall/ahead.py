@@ -8,6 +8,11 @@ thread inside no transaction) such a read is started at once in a worker thread,
 on a connection of its own, and its result is collected where the recall needs it:
 its round trip overlaps the caller's instead of following it. On SQLite, in process,
 a read runs where its result is first needed, as if called there.
+
+The query's embedding is the one call that runs beside the recall on every store
+(:func:`beside`): it computes outside the interpreter's lock, and the full-text side
+of the recall needs none of it, so the two overlap even in process. The store's reads
+stay in the calling thread (a recall inside a write transaction reads through it).
 """
 
 from __future__ import annotations
