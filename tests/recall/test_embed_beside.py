@@ -68,3 +68,28 @@ def test_the_query_embedding_runs_beside_the_word_search(
         assert TURNS[1][1] in {i.text for i in packet.items}
     finally:
         mem.close()
+
+
+def test_a_recall_inside_a_write_transaction_reads_in_its_own_thread(store_dir: Path,
+                                                                      backend: Backend) -> None:
+    """A worker's read would wait for the caller's transaction, which waits for the
+    worker: on SQLite the full-text side runs in the caller then."""
+    if backend.name != "sqlite":
+        pytest.skip("the SQLite connection's transaction")
+    mem = backend.open(store_dir, embedder=hashing(), project="global")
+    done: list[int] = []
+
+    def inside() -> None:
+        with mem.store.db.write():  # type: ignore[attr-defined]
+            packet = mem._rt.engine.recall("Kesselfall walk", scopes=["global"],
+                                           scope="global", limit=5)
+            done.append(len(packet.items))
+
+    mem.add_turns([{"session": "s1", "speaker": who, "text": text, "id": f"m{i}"}
+                   for i, (who, text) in enumerate(TURNS)], source="chat")
+    thread = threading.Thread(target=inside, daemon=True)
+    thread.start()
+    thread.join(timeout=30)
+    assert not thread.is_alive()  # (a deadlocked recall never returns, nor may close)
+    mem.close()
+    assert done and done[0] > 0

@@ -9,10 +9,10 @@ on a connection of its own, and its result is collected where the recall needs i
 its round trip overlaps the caller's instead of following it. On SQLite, in process,
 a read runs where its result is first needed, as if called there.
 
-The query's embedding is the one call that runs beside the recall on every store
-(:func:`beside`): it computes outside the interpreter's lock, and the full-text side
-of the recall needs none of it, so the two overlap even in process. The store's reads
-stay in the calling thread (a recall inside a write transaction reads through it).
+The full-text side of a recall (term statistics, word and substring searches) needs
+no query vector: it runs in a worker (:func:`beside`) while the caller embeds the
+query, which computes outside the interpreter's lock, so the two overlap in process
+too. Not when the caller holds a write transaction: its reads must stay in its thread.
 """
 
 from __future__ import annotations
@@ -30,18 +30,17 @@ T = TypeVar("T")
 
 _WORKERS = 4
 _pool: ThreadPoolExecutor | None = None
-#: The query embeddings' own workers: an embedding takes tens of milliseconds, and in
-#: the reads' pool it would hold up the short reads of recalls running beside it.
-_embed_pool: ThreadPoolExecutor | None = None
+#: The full-text sides' own workers (:func:`beside`).
+_side_pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
 def _forget_after_fork() -> None:
     # A forked child has none of the parent's worker threads; the pool it inherited
     # would queue reads that no thread ever runs.
-    global _pool, _embed_pool, _pool_lock  # noqa: PLW0603
+    global _pool, _side_pool, _pool_lock  # noqa: PLW0603
     _pool = None
-    _embed_pool = None
+    _side_pool = None
     _pool_lock = threading.Lock()
 
 
@@ -58,13 +57,13 @@ def _executor() -> ThreadPoolExecutor:
         return _pool
 
 
-def _embed_executor() -> ThreadPoolExecutor:
-    global _embed_pool  # noqa: PLW0603 - one pool per process, made on first use
+def _side_executor() -> ThreadPoolExecutor:
+    global _side_pool  # noqa: PLW0603 - one pool per process, made on first use
     with _pool_lock:
-        if _embed_pool is None:
-            _embed_pool = ThreadPoolExecutor(max_workers=_WORKERS,
-                                             thread_name_prefix="tideline-embed")
-        return _embed_pool
+        if _side_pool is None:
+            _side_pool = ThreadPoolExecutor(max_workers=_WORKERS,
+                                            thread_name_prefix="tideline-text-side")
+        return _side_pool
 
 
 class Later(Generic[T]):
@@ -109,27 +108,17 @@ def later(call: Callable[[], T], *, parallel: bool) -> Later[T]:
 
 
 def beside(call: Callable[[], T]) -> Later[T]:
-    """Start ``call`` (a query embedding) in a worker thread on any store.
+    """Start ``call`` (the full-text side of a recall) in a worker thread on any store.
 
-    The embedder computes outside the interpreter's lock (a native library, or an
-    HTTP round trip), so the recall's full-text side, which needs no vector, runs in
-    the caller meanwhile, on SQLite too.
+    The caller embeds the query meanwhile: the embedder computes outside the
+    interpreter's lock (a native library, or an HTTP round trip), so the two overlap in
+    process too. The workers are a pool of their own: ``call`` may wait on reads
+    started with :func:`later`, which a shared pool could leave queued behind it.
 
     Args:
-        call: an embedding with no side effect on the caller's state.
+        call: reads and computations with no side effect on the caller's state.
 
     Returns:
         Its pending result.
     """
-    started = threading.Event()
-
-    def run() -> T:
-        started.set()
-        return call()
-
-    future = _embed_executor().submit(contextvars.copy_context().run, run)
-    # Until the worker runs, the caller lets it have the interpreter: a thread asking
-    # for the lock waits out the switch interval (5 ms) while the caller computes, and
-    # the embedder frees the lock as soon as it is under way.
-    started.wait()
-    return Later(call, future)
+    return Later(call, _side_executor().submit(contextvars.copy_context().run, call))

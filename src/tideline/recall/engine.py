@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -46,8 +46,6 @@ from tideline.store.base import Store, VectorSearch
 from tideline.store.rows import memory_index_text, turn_index_text
 
 __all__ = ["RecallEngine"]
-
-T = TypeVar("T")
 
 
 class RecallEngine:
@@ -105,12 +103,6 @@ class RecallEngine:
             The packet, best first.
         """
         t0 = time.perf_counter()
-        # The query's embedding runs in a worker while the full-text side, which needs
-        # no vector (the terms' statistics, the word and substring searches), runs here:
-        # the embedder computes outside the interpreter's lock (tideline.recall.ahead).
-        timed: list[float] = []
-        embedding = (beside(functools.partial(_timed, self.guard.query, query, timed))
-                     if query_vector is None else None)
         tune = self.config.recall
         # One and a half times the limit: three times cost a long history (limit 50 on
         # ~500 long turns) a third more scoring, and twice a quarter more, for no change
@@ -118,8 +110,6 @@ class RecallEngine:
         k = max(tune.candidates, limit + limit // 2)
         terms = lexical.query_terms(query)
         window = when.find_window(query) if since is None and until is None else None
-        weights: dict[str, list[float]] = {}
-        expressions: dict[str, Queries | None] = {}
         spaces = [s for s, wanted in (("m", include_memories),
                                       ("t", include_turns and kind is None)) if wanted]
         # The reads that need nothing of each other start now, beside the rest on a
@@ -127,41 +117,22 @@ class RecallEngine:
         parallel = self.store.parallel_reads()
         routed = (self._router.ahead(parallel)
                   if include_memories and self._router.wanted() else None)
-        forms: dict[str, dict[str, tuple[str, ...]]] = {}
-        lex: dict[str, dict[int, int]] = {}
-        for space in spaces:
-            seen = self._terms.analyse(space, query, terms)
-            # An empty table (no memories in a store of imported turns) is not searched:
-            # neither its full text nor its vectors, nor the clusters of its rows.
-            weights[space], forms[space] = seen.weights, seen.forms
-            expressions[space] = None if seen.empty else seen.queries
-            if seen.empty and space == "m":
-                routed = None
-        for space in spaces:
-            lex[space] = self._gather.lexical(
-                expressions[space], "memories" if space == "m" else "turns", scopes,
-                self._gather.lexical_k(k), kind if space == "m" else None, since, until,
-                parallel)
-        keyword = {space: morph.Coverage(terms, weights[space] if terms else None, forms[space])
-                   for space in spaces}
-        named: set[str] = set()
-        early: dict[int, float] = {}  # the lexical turn hits' keyword coverage
-        if "t" in spaces:
-            named = self._turns.named(query, scopes)
-            if not parallel:
-                # In process, the lexical hits' rows and vectors (both kept by the store)
-                # and what is read of their texts (the keywords here, the question and
-                # listener shares, kept by text) are ready before the embedding; on a
-                # server they would cost statements of their own, which the candidates'
-                # reads of every row make anyway.
-                ahead = self.store.get_turns(list(lex["t"]))
-                self.store.turn_vectors(list(ahead.values()), self.embedder.dim)
-                self._turns.prepare(ahead.values())
-                early = {tid: keyword["t"](turn_index_text(t.speaker, t.text))
-                         for tid, t in ahead.items()}
-        waiting = time.perf_counter()
-        qv = embedding.get() if embedding is not None else query_vector
-        t1 = time.perf_counter()
+        side = functools.partial(self._full_text, query, terms, spaces, scopes, k, kind,
+                                 since, until, parallel)
+        # The full-text side needs no vector: it runs in a worker while this thread
+        # embeds the query (the embedder computes outside the interpreter's lock), unless
+        # another thread could not read now (this one holds a write transaction).
+        alone = getattr(self.store, "reads_beside", None)
+        apart = query_vector is None and (parallel or (alone is not None and alone()))
+        text_side = beside(side) if apart else None
+        e0 = time.perf_counter()
+        qv = self.guard.query(query) if query_vector is None else query_vector
+        embed_ms = (time.perf_counter() - e0) * 1000 if query_vector is None else 0.0
+        found = text_side.get() if text_side is not None else side()
+        if found.empty_memories:
+            routed = None
+        expressions, lex = found.queries, found.lex
+        keyword, named, early = found.keyword, found.named, found.early
         degraded = qv is None
         if qv is None:  # no vector side: a zero query makes every similarity 0
             qv = np.zeros(self.embedder.dim, dtype=np.float32)
@@ -203,8 +174,8 @@ class RecallEngine:
         for cand in cands.values():
             if cand.type == "memory":
                 cand.keyword = keyword["m"](memory_index_text(memories[cand.key]))
-            elif (found := early.get(cand.key)) is not None:
-                cand.keyword = found
+            elif (seen := early.get(cand.key)) is not None:
+                cand.keyword = seen
             else:
                 t = turns[cand.key]
                 cand.keyword = keyword["t"](turn_index_text(t.speaker, t.text))
@@ -266,10 +237,8 @@ class RecallEngine:
         t2 = time.perf_counter()
         packet = RecallPacket(
             query=query, scope=scope, items=items, abstained=abstained,
-            # The engine's own work: all but the wait for the embedding (which ran
-            # beside the full-text side, so the two add up to more than the latency).
-            latency_ms=(t2 - t0) * 1000, embed_ms=sum(timed) * 1000,
-            engine_ms=(t2 - t0 - (t1 - waiting)) * 1000,
+            # What the engine adds to the embedding (its full-text side ran beside it).
+            latency_ms=(t2 - t0) * 1000, embed_ms=embed_ms, engine_ms=(t2 - t0) * 1000 - embed_ms,
             best_similarity=best_sim, considered=len(cands),
             signals={"margin_z": round(margin, 4), "best_keyword": round(best_kw, 4)},
             filters={"kind": kind, "since": iso(since), "until": iso(until),
@@ -281,11 +250,60 @@ class RecallEngine:
             on_hits(packet)
         return packet
 
+    def _full_text(
+        self, query: str, terms: list[str], spaces: list[str], scopes: Sequence[str], k: int,
+        kind: str | None, since: float | None, until: float | None, parallel: bool,
+    ) -> _FullText:
+        """The full-text side of a recall: the terms' statistics per space, the word and
+        substring searches, the people the query names, and in process the lexical turn
+        hits' rows, vectors and text features (none of it needs the query vector)."""
+        weights: dict[str, list[float]] = {}
+        forms: dict[str, dict[str, tuple[str, ...]]] = {}
+        expressions: dict[str, Queries | None] = {}
+        empty_memories = False
+        for space in spaces:
+            seen = self._terms.analyse(space, query, terms)
+            # An empty table (no memories in a store of imported turns) is not searched:
+            # neither its full text nor its vectors, nor the clusters of its rows.
+            weights[space], forms[space] = seen.weights, seen.forms
+            expressions[space] = None if seen.empty else seen.queries
+            empty_memories = empty_memories or (seen.empty and space == "m")
+        lex = {space: self._gather.lexical(
+                   expressions[space], "memories" if space == "m" else "turns", scopes,
+                   self._gather.lexical_k(k), kind if space == "m" else None, since, until,
+                   parallel)
+               for space in spaces}
+        keyword = {space: morph.Coverage(terms, weights[space] if terms else None, forms[space])
+                   for space in spaces}
+        named: set[str] = set()
+        early: dict[int, float] = {}
+        if "t" in spaces:
+            named = self._turns.named(query, scopes)
+            if not parallel:
+                # In process, the lexical hits' rows and vectors (both kept by the store)
+                # and what is read of their texts (the keywords here, the question and
+                # listener shares, kept by text) are ready before the vector side; on a
+                # server they would cost statements of their own, which the candidates'
+                # reads of every row make anyway.
+                ahead = self.store.get_turns(list(lex["t"]))
+                self.store.turn_vectors(list(ahead.values()), self.embedder.dim)
+                self._turns.prepare(ahead.values())
+                early = {tid: keyword["t"](turn_index_text(t.speaker, t.text))
+                         for tid, t in ahead.items()}
+        return _FullText(weights, forms, expressions, lex, keyword, named, early,
+                         empty_memories)
 
-def _timed(call: Callable[[str], T], arg: str, took: list[float]) -> T:
-    """``call(arg)``, its duration appended to ``took`` (seconds)."""
-    start = time.perf_counter()
-    try:
-        return call(arg)
-    finally:
-        took.append(time.perf_counter() - start)
+
+
+@dataclass(frozen=True)
+class _FullText:
+    """What the full-text side of a recall found (:meth:`RecallEngine._full_text`)."""
+
+    weights: dict[str, list[float]]
+    forms: dict[str, dict[str, tuple[str, ...]]]
+    queries: dict[str, Queries | None]
+    lex: dict[str, dict[int, int]]  # the lexical hits' ranks per space
+    keyword: dict[str, morph.Coverage]
+    named: set[str]
+    early: dict[int, float]  # the lexical turn hits' keyword coverage (in process)
+    empty_memories: bool
