@@ -1,8 +1,9 @@
 """Issue 29 (latency): the query's embedding runs beside the full-text side of recall.
 
 The word statistics and the word and substring searches need no vector, so recall
-starts the query embedding in a worker and runs them meanwhile; the packet is the one
-a precomputed query vector gives.
+runs them in a worker while the caller embeds the query; the packet is the one a
+precomputed query vector gives. A SQLite recall inside a write transaction keeps them in
+the caller (the worker's reads would wait for it).
 """
 
 from __future__ import annotations
