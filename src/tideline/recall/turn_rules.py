@@ -77,7 +77,20 @@ class TurnRules:
         question discount: a neighbour that only asks back ("What got you into it?")
         holds no more answer than any other question turn. The best ``across_hits``
         hits are read two places wide in the same statement, and carry across the other
-        speaker's question (:mod:`tideline.recall.across`). Returns the turns read around the hits.
+        speaker's question (:mod:`tideline.recall.across`).
+
+        Args:
+            qv: the query vector.
+            cands: the candidates, added to and raised.
+            turns: the candidate turns by id, added to.
+            scopes: the scopes searched.
+            since: only turns at or after this epoch.
+            until: only turns at or before this epoch.
+            assisted: the (scope, session) pairs where an assistant speaks.
+            lifted: filled with each lifted turn's source hit, when given.
+
+        Returns:
+            The turns read around the hits.
         """
         tune = self.config.recall
         # The first few hits are also read two places wide, for the carry across a
@@ -123,8 +136,20 @@ class TurnRules:
     ) -> bool:
         """Raise turn ``t`` to ``score`` times its own question discount (the neighbour
         rule, the carry across a question); a turn not yet a candidate comes in as a
-        ``graph`` item, its similarity read from ``sims``. Returns whether the lift set
-        its score."""
+        ``graph`` item, its similarity read from ``sims``.
+
+        Args:
+            qv: the query vector.
+            cands: the candidates.
+            turns: the candidate turns by id.
+            sims: vectors of the turns read around the hits.
+            t: the turn to lift.
+            score: the score it is lifted to (before its question discount).
+            assisted: the (scope, session) pairs where an assistant speaks.
+
+        Returns:
+            Whether the lift set its score.
+        """
         known = cands.get(("turn", t.id))
         if known is None:
             asked = self.asked(t, assisted)
@@ -147,6 +172,13 @@ class TurnRules:
         "Can you suggest protein sources that go well with quinoa?" is a request that
         tells what its asker eats, where "What got you into running?" between two
         people only asks back.
+
+        Args:
+            t: the turn.
+            assisted: the (scope, session) pairs where an assistant speaks.
+
+        Returns:
+            The factor its score is multiplied by.
         """
         text = t.text
         if (self.config.recall.request_tells and t.role == "user"
