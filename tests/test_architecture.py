@@ -87,6 +87,10 @@ CYCLE_FREE = {
     "facade, sleep, dream and inject": ("tideline.memory", *package("tideline.sleep"),
                                         *package("tideline.dream"), *package("tideline.inject")),
     "the vector index and its parts": ("tideline.recall.vector_*",),
+    # Issue 32: the stages share Candidate through recall.candidates, not the engine.
+    "the recall path's stages": tuple(f"tideline.recall.{m}" for m in (
+        "engine", "candidates", "gather", "scoring", "graph", "turn_rules", "packet",
+        "sentences")),
     "the facade and the modules its verbs delegate to": (
         "tideline.memory", "tideline.runtime", *VERB_MODULES, *package("tideline.write"),
         *package("tideline.ingest"), *package("tideline.archive"), *package("tideline.report")),

@@ -15,7 +15,7 @@ from tests.backend import rows, scalar
 from tests.conftest import hashing
 
 from tideline import Memory
-from tideline.recall.engine import GRAPH_EDGES
+from tideline.recall.graph import GRAPH_EDGES
 from tideline.recall.journal import RecallJournal
 from tideline.store.consolidation import ConsolidationStore
 from tideline.store.postgres.connection import GIN_PENDING_KB

@@ -11,7 +11,8 @@ from tests.recall.chat import recall_tuned, store_chat
 from tideline import Memory
 from tideline.models import Turn
 from tideline.recall.across import carried_scores
-from tideline.recall.engine import Candidate
+from tideline.recall.candidates import Candidate
+from tideline.recall.turn_rules import TurnRules
 
 pytestmark = pytest.mark.backends
 
@@ -140,12 +141,12 @@ def test_the_carry_reaches_a_turn_recall_had_not_read(mem: Memory) -> None:
     query = mem.embedder.embed_query("Ana tells part 4")
     index = {t.id: t.turn_index for t in turns}
     for weight, want in ((0.5, {2, 3, 4, 5, 6}), (0.0, {3, 4, 5})):
-        engine.config = dataclasses.replace(config, recall=dataclasses.replace(
-            config.recall, across_question=weight))
+        rules = TurnRules(mem.store, mem.embedder.dim, dataclasses.replace(
+            config, recall=dataclasses.replace(config.recall, across_question=weight)),
+            engine._people)
         cands = {("turn", hit.id): Candidate("turn", hit.id, "lexical", similarity=0.9,
                                              score=1.0)}
-        engine._turn_neighbours(query, cands, {hit.id: hit}, ["global"], None, None)
+        rules.neighbours(query, cands, {hit.id: hit}, ["global"], None, None)
         assert {index[k] for _, k in cands} == want
         carried = [c for c in cands.values() if index[c.key] in (2, 6)]
         assert [(c.source, c.score) for c in carried] == [("graph", 0.5)] * len(carried)
-    engine.config = config

@@ -10,7 +10,8 @@ from tests.conftest import hashing
 
 from tideline import Memory
 from tideline.config import Config, RecallTuning
-from tideline.recall.engine import Candidate
+from tideline.recall.candidates import Candidate
+from tideline.recall.scoring import relevance
 from tideline.recall.vector_index import VectorIndex
 
 GENERIC = ["haha ok sure", "ok sure haha", "sure ok haha", "haha sure ok", "ok haha sure",
@@ -71,24 +72,24 @@ def test_generic_turns_are_discounted(store_dir: Path) -> None:
         engine = mem._rt.engine
         turns = {t.id: t for t in mem.store.session_turns("s", limit=100)}
         vectors = mem.store.turn_vectors(list(turns.values()), mem.embedder.dim)
-        hubs = engine._hubs(turns, vectors)
+        hubs = engine._gather.hubs(turns, vectors)
         specific = next(t.id for t in turns.values() if t.text == SPECIFIC)
         generic = [tid for tid in turns if tid != specific]
         assert hubs[specific] < min(hubs[g] for g in generic)
         assert hubs[specific] < 0 < sum(hubs[g] for g in generic) / len(generic)
 
         cand = Candidate("turn", generic[0], "vector", similarity=0.5, hub=hubs[generic[0]])
-        discounted = engine._relevance(cand, 0.1)
+        discounted = relevance(cand, 0.1, engine.config.recall)
         cand.hub = 0.0
-        assert discounted < engine._relevance(cand, 0.1)
+        assert discounted < relevance(cand, 0.1, engine.config.recall)
 
     with Memory.open(store_dir / "small", embedder=hashing()) as mem:
         mem.add_turns([{"session": "s", "speaker": "Ana", "text": t, "id": f"m{i}"}
                        for i, t in enumerate(GENERIC)], source="chat")
         few = {t.id: t for t in mem.store.session_turns("s", limit=100)}
         few_vectors = mem.store.turn_vectors(list(few.values()), mem.embedder.dim)
-        assert mem._rt.engine._hubs(few, few_vectors) == {}  # too few turns to tell
+        assert mem._rt.engine._gather.hubs(few, few_vectors) == {}  # too few turns to tell
 
     off = dataclasses.replace(Config.load(home=store_dir), recall=RecallTuning(turn_hubness=0))
     with Memory.open(store_dir, embedder=hashing(), config=off) as mem:
-        assert mem._rt.engine._hubs(turns, vectors) == {}
+        assert mem._rt.engine._gather.hubs(turns, vectors) == {}

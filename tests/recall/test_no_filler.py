@@ -8,7 +8,7 @@ the limit with noise. Items under 1 % confidence are no longer listed.
 from __future__ import annotations
 
 from tideline import Memory
-from tideline.recall.engine import SHOWN_CONFIDENCE
+from tideline.recall.scoring import SHOWN_CONFIDENCE
 
 WORDS = "harbour lantern orchard quarry meadow glacier canyon river forest desert island valley"
 

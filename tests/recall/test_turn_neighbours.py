@@ -9,7 +9,7 @@ from tests.conftest import hashing
 
 from tideline import Memory
 from tideline.config import Config, RecallTuning
-from tideline.recall.engine import Candidate
+from tideline.recall.candidates import Candidate
 
 
 def _chat(session: str, lines: list[tuple[str, str]]) -> list[dict[str, object]]:
@@ -74,5 +74,5 @@ def test_a_same_named_session_of_another_scope_is_not_a_neighbour(store_dir: Pat
                                              score=1.0)}
         found = {hit.id: hit}
         query = mem.embedder.embed_query("Leipzig marathon")
-        mem._rt.engine._turn_neighbours(query, cands, found, ["atlas", "global"], None, None)
+        mem._rt.engine._turns.neighbours(query, cands, found, ["atlas", "global"], None, None)
         assert list(cands) == [("turn", hit.id)]  # global "s1" turn 1 is not its neighbour

@@ -8,6 +8,11 @@ thread inside no transaction) such a read is started at once in a worker thread,
 on a connection of its own, and its result is collected where the recall needs it:
 its round trip overlaps the caller's instead of following it. On SQLite, in process,
 a read runs where its result is first needed, as if called there.
+
+The full-text side of a recall (term statistics, word and substring searches) needs
+no query vector: it runs in a worker (:func:`beside`) while the caller embeds the
+query, which computes outside the interpreter's lock, so the two overlap in process
+too. Not when the caller holds a write transaction: its reads must stay in its thread.
 """
 
 from __future__ import annotations
@@ -19,20 +24,23 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Generic, TypeVar
 
-__all__ = ["Later", "later"]
+__all__ = ["Later", "beside", "later"]
 
 T = TypeVar("T")
 
 _WORKERS = 4
 _pool: ThreadPoolExecutor | None = None
+#: The full-text sides' own workers (:func:`beside`).
+_side_pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
 
 def _forget_after_fork() -> None:
     # A forked child has none of the parent's worker threads; the pool it inherited
     # would queue reads that no thread ever runs.
-    global _pool, _pool_lock  # noqa: PLW0603
+    global _pool, _side_pool, _pool_lock  # noqa: PLW0603
     _pool = None
+    _side_pool = None
     _pool_lock = threading.Lock()
 
 
@@ -47,6 +55,15 @@ def _executor() -> ThreadPoolExecutor:
             _pool = ThreadPoolExecutor(max_workers=_WORKERS,
                                        thread_name_prefix="tideline-recall")
         return _pool
+
+
+def _side_executor() -> ThreadPoolExecutor:
+    global _side_pool  # noqa: PLW0603 - one pool per process, made on first use
+    with _pool_lock:
+        if _side_pool is None:
+            _side_pool = ThreadPoolExecutor(max_workers=_WORKERS,
+                                            thread_name_prefix="tideline-text-side")
+        return _side_pool
 
 
 class Later(Generic[T]):
@@ -88,3 +105,20 @@ def later(call: Callable[[], T], *, parallel: bool) -> Later[T]:
     # (tideline.store.routing: a standby for a read-only verb) follows it.
     return Later(call, _executor().submit(contextvars.copy_context().run, call)
                  if parallel else None)
+
+
+def beside(call: Callable[[], T]) -> Later[T]:
+    """Start ``call`` (the full-text side of a recall) in a worker thread on any store.
+
+    The caller embeds the query meanwhile: the embedder computes outside the
+    interpreter's lock (a native library, or an HTTP round trip), so the two overlap in
+    process too. The workers are a pool of their own: ``call`` may wait on reads
+    started with :func:`later`, which a shared pool could leave queued behind it.
+
+    Args:
+        call: reads and computations with no side effect on the caller's state.
+
+    Returns:
+        Its pending result.
+    """
+    return Later(call, _side_executor().submit(contextvars.copy_context().run, call))

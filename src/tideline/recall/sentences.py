@@ -33,10 +33,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tideline.models import Turn
+from tideline.recall.candidates import Candidate
 
 if TYPE_CHECKING:
     from tideline.config import RecallTuning
-    from tideline.recall.engine import Candidate
     from tideline.store.base import Store
 
 __all__ = ["MAX_SENTENCES", "MIN_WORDS", "Passages", "group", "lifted_blend", "rank",

@@ -206,6 +206,12 @@ class SQLiteStore(NamespaceRows):
         """False: SQLite runs in this process, a second thread would only share its cores."""
         return False
 
+    def reads_beside(self) -> bool:
+        """Whether another thread may read now without waiting for this one: no
+        transaction is open on the connection (the caller's own would hold the lock
+        that thread's reads take until it ends)."""
+        return not self.db.conn.in_transaction
+
     def statements_sent(self) -> None:
         """None: nothing is sent, SQLite runs in this process."""
         return None
