@@ -77,8 +77,12 @@ FORBIDDEN = [
               importers=("tideline.store.consolidation.*",),
               imported=("tideline.store.consolidation",)),
     Forbidden("the vector index's stores and file format know nothing of the index or store",
-              importers=("tideline.recall.vector_stores", "tideline.recall.vector_file"),
-              imported=("tideline.recall.vector_index", *package("tideline.store"))),
+              importers=("tideline.store.sqlite.vector_stores",
+                         "tideline.store.sqlite.vector_file"),
+              imported=("tideline.store", "tideline.store.[!s]*", "tideline.store.sqlite",
+                        "tideline.store.sqlite.[!v]*", "tideline.store.sqlite.vector_index",
+                        "tideline.store.sqlite.vector_spaces",
+                        "tideline.store.sqlite.vector_source")),
 ]
 
 #: Groups no import cycle may pass through: a strongly connected component of the
@@ -86,7 +90,10 @@ FORBIDDEN = [
 CYCLE_FREE = {
     "facade, sleep, dream and inject": ("tideline.memory", *package("tideline.sleep"),
                                         *package("tideline.dream"), *package("tideline.inject")),
-    "the vector index and its parts": ("tideline.recall.vector_*",),
+    "the vector index and its parts": ("tideline.store.sqlite.vector_index",
+                                       "tideline.store.sqlite.vector_file",
+                                       "tideline.store.sqlite.vector_stores",
+                                       "tideline.store.sqlite.vector_spaces"),
     "the facade and the modules its verbs delegate to": (
         "tideline.memory", "tideline.runtime", *VERB_MODULES, *package("tideline.write"),
         *package("tideline.ingest"), *package("tideline.archive"), *package("tideline.report")),

@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from tideline.errors import StoreError
-from tideline.recall.vector_index import centroid_of
 from tideline.store.postgres.connection import LOCK_ANALYZE, VectorParam
 from tideline.store.postgres.schema import HNSW_MAX_DIM, ensure_vector_index
 from tideline.store.rows import memory_from_row
+from tideline.vecmath import centroid_of
 
 if TYPE_CHECKING:
     from tideline.models import MemoryRecord

@@ -27,7 +27,7 @@ from tideline.store.sqlite.store import SQLiteStore
 from tideline.store.turn_embedding import embed_jobs
 
 if TYPE_CHECKING:
-    from tideline.recall.vectors import VectorSpaces
+    from tideline.store.sqlite.vector_spaces import VectorSpaces
 
 __all__ = ["run"]
 
