@@ -90,10 +90,7 @@ FORBIDDEN = [
 CYCLE_FREE = {
     "facade, sleep, dream and inject": ("tideline.memory", *package("tideline.sleep"),
                                         *package("tideline.dream"), *package("tideline.inject")),
-    "the vector index and its parts": ("tideline.store.sqlite.vector_index",
-                                       "tideline.store.sqlite.vector_file",
-                                       "tideline.store.sqlite.vector_stores",
-                                       "tideline.store.sqlite.vector_spaces"),
+    "the vector index and its parts": ("tideline.store.sqlite.vector_*",),
     "the facade and the modules its verbs delegate to": (
         "tideline.memory", "tideline.runtime", *VERB_MODULES, *package("tideline.write"),
         *package("tideline.ingest"), *package("tideline.archive"), *package("tideline.report")),

@@ -17,10 +17,10 @@ from typing import Any
 
 from tideline.processes import pid_alive
 from tideline.secrets import redact_json, redact_secrets
-from tideline.store.base import Connection
+from tideline.store.database import Connection
 from tideline.store.events import change_marker
+from tideline.store.sql import placeholders as _ph
 from tideline.store.view import NamespaceView
-from tideline.store.view import placeholders as _ph
 
 __all__ = ["CHUNK", "GateView", "LockHolder", "SleepView", "changed"]
 

@@ -25,7 +25,7 @@ from tideline.store.dump import (
     Column,
     catalogue_columns,
 )
-from tideline.store.view import placeholders
+from tideline.store.sql import placeholders
 
 if TYPE_CHECKING:
     from tideline.models import MemoryRecord

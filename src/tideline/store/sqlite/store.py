@@ -29,10 +29,10 @@ from tideline.store.rows import (
     turn_from_row,
     turn_index_text,
 )
+from tideline.store.sql import padded, placeholders
 from tideline.store.sqlite import fts
 from tideline.store.sqlite.connection import Database
 from tideline.store.sqlite.vector_source import SpaceSource
-from tideline.store.view import padded, placeholders
 
 if TYPE_CHECKING:
     from tideline.embed.base import Embedder, Vectors

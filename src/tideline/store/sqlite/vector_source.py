@@ -11,8 +11,8 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
+from tideline.store.sql import padded, placeholders
 from tideline.store.sqlite.connection import Database
-from tideline.store.view import padded, placeholders
 
 __all__ = ["SpaceSource"]
 
