@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -267,10 +267,10 @@ class PostgresStore(TurnRows, NamespaceRows):
         progress: Callable[[int, int], None] | None = None,
     ) -> dict[str, Any]:
         """Embed rows stored while the embedder was down, in batches, each in its own
-        transaction (the portable fill of :func:`tideline.store.sqlite.pending.fill`)."""
-        from tideline.store.sqlite import pending
+        transaction (the portable fill of :func:`tideline.store.pending.fill`)."""
+        from tideline.store import pending
 
-        return pending.fill(cast(Any, self), embed, limit=limit, progress=progress)
+        return pending.fill(self, embed, limit=limit, progress=progress)
 
     def vector_spaces(self, dim: int, marker: str) -> PostgresVectorSpaces:
         """The vector search of this store (pgvector HNSW, see :mod:`.vectors`)."""

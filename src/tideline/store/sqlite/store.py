@@ -175,7 +175,7 @@ class SQLiteStore(NamespaceRows):
 
     def vectors_pending(self) -> bool:
         """Whether some row may lack its vector (one ``db_meta`` read)."""
-        from tideline.store.sqlite import pending
+        from tideline.store import pending
 
         return pending.flagged(self)
 
@@ -184,8 +184,8 @@ class SQLiteStore(NamespaceRows):
         progress: Callable[[int, int], None] | None = None,
     ) -> dict[str, Any]:
         """Embed rows stored while the embedder was down, in batches, each in its own
-        transaction (see :func:`tideline.store.sqlite.pending.fill`)."""
-        from tideline.store.sqlite import pending
+        transaction (see :func:`tideline.store.pending.fill`)."""
+        from tideline.store import pending
 
         return pending.fill(self, embed, limit=limit, progress=progress)
 
