@@ -32,8 +32,8 @@ from tideline.store.dump import (
     vector_differs,
 )
 from tideline.store.postgres.bulk import copy_index_rows, copy_vectors, deferred_indexes
-from tideline.store.postgres.connection import Conn, translate
 from tideline.store.postgres.schema import DERIVED_TABLES
+from tideline.store.postgres.session import Conn, translate
 from tideline.store.rows import memory_index_text, turn_index_text
 
 if TYPE_CHECKING:

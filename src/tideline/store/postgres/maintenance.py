@@ -157,8 +157,8 @@ def reembed(store: PostgresStore, new: Embedder, *,
     Returns:
         ``{"memories": n, "turns": n, "from": old_marker, "to": new_marker}``.
     """
+    from tideline.store.postgres.pgvector import vector_text
     from tideline.store.postgres.schema import ensure_vector_index
-    from tideline.store.postgres.store import vector_text
 
     old_marker = store.db.get_meta("embedder")
     with store.db.write() as c:

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tideline.store.postgres.connection import Conn
+    from tideline.store.postgres.session import Conn
 
 __all__ = ["DERIVED_TABLES", "MIGRATIONS", "SCHEMA_VERSION", "ensure_vector_index",
            "lexical_indexes"]
@@ -340,7 +340,7 @@ def _m005_one_vector(db: Conn) -> None:
     """
     import numpy as np
 
-    from tideline.store.postgres.store import vector_text
+    from tideline.store.postgres.pgvector import vector_text
 
     for row_id, blob in db.execute("SELECT id, v FROM vectors WHERE emb IS NULL").fetchall():
         db.execute("UPDATE vectors SET emb = ?::vector WHERE id = ?",
@@ -413,7 +413,7 @@ def ensure_vector_index(db: Conn, dim: int) -> None:
     name = f"vectors_hnsw_{dim}"
     exists = db.execute("SELECT to_regclass(?)", (name,)).fetchone()[0]
     if exists is None:
-        from tideline.store.postgres.connection import LOCK_DDL
+        from tideline.store.postgres.lock_keys import LOCK_DDL
 
         db.execute("SELECT pg_advisory_xact_lock(?, ?)", (LOCK_DDL, dim))
         db.execute(

@@ -32,14 +32,11 @@ from tideline.store.namespace import DF_CACHE_MIN as _DF_CACHE_MIN
 from tideline.store.namespace import DF_CACHE_SIZE as _DF_CACHE_SIZE
 from tideline.store.namespace import NamespaceRows
 from tideline.store.postgres import lexical as pg_lexical
-from tideline.store.postgres.connection import (
-    LOCK_KEY,
-    Conn,
-    Database,
-    VectorParam,
-    advisory_key,
-)
+from tideline.store.postgres.connection import Database
+from tideline.store.postgres.lock_keys import LOCK_KEY, advisory_key
 from tideline.store.postgres.locks import SleepLocks
+from tideline.store.postgres.pgvector import VectorParam
+from tideline.store.postgres.session import Conn
 from tideline.store.postgres.turns import TurnRows
 from tideline.store.rows import MEMORY_COLUMNS as _MEMORY_COLUMNS
 from tideline.store.rows import (
@@ -77,12 +74,6 @@ _CLUSTERS_VERSION = "clusters.version"
 # A row's namespace never changes, so a conflict (a re-index) rewrites only the text.
 _INDEX_ROW = ("INSERT INTO {lex}(id, namespace, words, subs) VALUES (?, ?, ?::tsvector, ?) "
               "ON CONFLICT (id) DO UPDATE SET words = excluded.words, subs = excluded.subs")
-
-
-def vector_text(vector: np.ndarray) -> str:
-    """pgvector's text form of a float32 vector (exact: float32 values print exactly)."""
-    arr = np.ascontiguousarray(vector, dtype=np.float32).ravel()
-    return "[" + ",".join(map(repr, arr.tolist())) + "]"  # tolist() gives Python floats
 
 
 class PostgresStore(TurnRows, NamespaceRows):
@@ -180,7 +171,7 @@ class PostgresStore(TurnRows, NamespaceRows):
         :mod:`tideline.store.postgres.replicas`): the write URL and the read URL
         (passwords hidden), whether read-only verbs use the read route, whether no
         primary answers now, and the read route's counters."""
-        from tideline.store.postgres import redact_url
+        from tideline.store.postgres.urls import redact_url
 
         route = self.db.route
         out: dict[str, Any] = {"write_url": self.db.path, "read_url": None, "routed": False,

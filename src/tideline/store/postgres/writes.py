@@ -56,7 +56,8 @@ from tideline.store.memories import (
     write_key_insert,
 )
 from tideline.store.postgres import lexical as pg_lexical
-from tideline.store.postgres.connection import LOCK_KEY, VectorParam
+from tideline.store.postgres.lock_keys import LOCK_KEY
+from tideline.store.postgres.pgvector import VectorParam
 from tideline.store.rows import MEMORY_COLUMNS, PENDING_FLAG, memory_index_text
 
 if TYPE_CHECKING:
