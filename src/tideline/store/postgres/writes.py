@@ -17,7 +17,7 @@ write inside a caller's transaction is 7 statements and waits for the server 4 t
 (every ``remember``) it is 2 statements and 2 waits: the gate's search, which also
 returns the potentiation target's row and digest, and the write (below).
 
-A vector parameter (:class:`~tideline.store.postgres.connection.VectorParam`) goes in
+A vector parameter (:class:`~tideline.store.postgres.pgvector.VectorParam`) goes in
 pgvector's binary form — a 16-bit dimension count, 16 unused bits, big-endian float32s
 — rather than its text form, which printed 384 floats (``repr`` each) on the client and
 parsed them on the server.
