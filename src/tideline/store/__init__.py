@@ -17,7 +17,7 @@ from tideline.store.base import ArchiveLoader, ArchiveSnapshot, ArchiveStore, St
 
 if TYPE_CHECKING:
     from tideline.store.agent import AgentReader
-    from tideline.store.consolidation import GateView
+    from tideline.store.gate import GateView
 
 __all__ = ["ArchiveLoader", "ArchiveSnapshot", "ArchiveStore", "Store", "backend_of",
            "open_agent_reader", "open_store", "peek_gate", "peek_meta"]

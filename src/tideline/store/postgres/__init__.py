@@ -14,7 +14,7 @@ from tideline.errors import BackendUnavailable
 from tideline.store.postgres.urls import is_database_url
 
 if TYPE_CHECKING:
-    from tideline.store.consolidation import GateView
+    from tideline.store.gate import GateView
     from tideline.store.postgres.store import PostgresStore
 
 __all__ = ["open_postgres", "peek_database_gate", "peek_database_meta"]
@@ -89,8 +89,8 @@ def peek_database_gate(url: str, namespace: str) -> GateView | None:
     try:
         import psycopg
 
-        from tideline.store.consolidation import GateView
         from tideline.store.events import change_marker
+        from tideline.store.gate import GateView
         from tideline.store.postgres.session import Conn
     except ImportError:
         return None
