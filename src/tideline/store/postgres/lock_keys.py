@@ -11,12 +11,12 @@ import zlib
 __all__ = ["LOCK_ANALYZE", "LOCK_DDL", "LOCK_KEY", "LOCK_MIGRATE", "LOCK_SESSION",
            "LOCK_SLEEP", "advisory_key"]
 
-LOCK_MIGRATE = 7101
-LOCK_KEY = 7102
-LOCK_SESSION = 7103
-LOCK_SLEEP = 7104
-LOCK_DDL = 7105
-LOCK_ANALYZE = 7106
+LOCK_MIGRATE = 7101  # one host migrates the schema, the others wait and find it done
+LOCK_KEY = 7102  # an idempotency key, until its write commits
+LOCK_SESSION = 7103  # a session's next turn index, until the turn is written
+LOCK_SLEEP = 7104  # a namespace's sleep (a session lock: gone with its connection)
+LOCK_DDL = 7105  # creating a dimension's vector index
+LOCK_ANALYZE = 7106  # one host analyses the vectors table at a time
 
 
 def advisory_key(*parts: str) -> int:

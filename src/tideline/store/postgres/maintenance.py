@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tideline.store.postgres.pgvector import vector_text
+from tideline.store.postgres.schema import ensure_vector_index
 from tideline.store.rows import MEMORY_COLUMNS as _MEMORY_COLUMNS
 from tideline.store.rows import TURN_EMBED_SQL, embedding_jobs, memory_from_row
 from tideline.store.sqlite.bad_times import COLUMNS
@@ -157,9 +159,6 @@ def reembed(store: PostgresHost, new: Embedder, *,
     Returns:
         ``{"memories": n, "turns": n, "from": old_marker, "to": new_marker}``.
     """
-    from tideline.store.postgres.pgvector import vector_text
-    from tideline.store.postgres.schema import ensure_vector_index
-
     old_marker = store.db.get_meta("embedder")
     with store.db.write() as c:
         c.execute("DROP TABLE IF EXISTS vectors_staging")

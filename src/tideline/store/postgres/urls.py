@@ -5,6 +5,7 @@ from __future__ import annotations
 
 __all__ = ["SCHEMES", "is_database_url", "redact_url"]
 
+#: The URL prefixes that name a PostgreSQL database.
 SCHEMES = ("postgresql://", "postgres://")
 
 
