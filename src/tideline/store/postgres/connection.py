@@ -3,7 +3,8 @@
 Each read or write is a session on a pooled connection
 (:class:`~tideline.store.postgres.session.Conn`, which translates the shared views'
 ``?`` placeholders for psycopg); its reads go to a standby when the verb allows it
-(the route is :mod:`tideline.store.postgres.replicas`').
+(:mod:`tideline.store.postgres.standby`; the route and the endpoints are
+:mod:`tideline.store.postgres.replicas`).
 
 A write is one transaction at READ COMMITTED. What SQLite gets from its single writer
 (a read-check-write inside one transaction sees no other writer) is given here by row
@@ -66,7 +67,6 @@ from tideline.errors import (
     SchemaTooNew,
     StoreBusy,
     StoreError,
-    TidelineError,
 )
 from tideline.store.dialect import POSTGRES, PostgresDialect
 from tideline.store.meta import MetaRows
@@ -74,11 +74,11 @@ from tideline.store.postgres.batch import Columns
 from tideline.store.postgres.errors import from_psycopg
 from tideline.store.postgres.lock_keys import LOCK_MIGRATE
 from tideline.store.postgres.pgvector import register_loaders
-from tideline.store.postgres.replicas import Endpoint, is_lost, lsn_int
+from tideline.store.postgres.replicas import Endpoint
 from tideline.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
 from tideline.store.postgres.session import Conn, Counter
+from tideline.store.postgres.standby import StandbyReads
 from tideline.store.postgres.urls import redact_url
-from tideline.store.routing import standby_ok
 
 __all__ = ["GIN_PENDING_KB", "Database"]
 
@@ -86,7 +86,7 @@ __all__ = ["GIN_PENDING_KB", "Database"]
 GIN_PENDING_KB = 128
 
 
-class Database(MetaRows):
+class Database(StandbyReads, MetaRows):
     """A pool of connections to one PostgreSQL database, safe to share between threads.
 
     The schema is created or migrated on open, under an advisory lock so that several
@@ -248,18 +248,11 @@ class Database(MetaRows):
             else:
                 yield outer
             return
-        # A read-only verb's reads go to a standby when the reads are routed. Any read
-        # does while no primary answers (probed first, at most every PROBE_EVERY s: the
-        # reads of a write are what notices the new primary); a write sent through it
-        # is refused by the standby and raised as PrimaryUnavailable.
-        if not writing and self.route is not None and (
-                (self.route.routed and standby_ok())
-                or (self.primary.down and not self.primary.probe())):
-            got = self._acquire_standby()
-            if got is not None:
-                with self._standby_session(*got) as conn:
-                    yield conn
-                return
+        got = None if writing else self._standby_for_read()
+        if got is not None:
+            with self._standby_session(*got) as conn:
+                yield conn
+            return
         raw = self._acquire()
         conn = Conn(raw, writing=writing, columns=self._columns, counter=self._counter)
         conn.on_commit = self._note_commit
@@ -283,79 +276,6 @@ class Database(MetaRows):
         finally:
             self._local.conn = None
             self._release(raw)
-
-    def _failed(self, exc: psycopg.Error, raw: psycopg.Connection[Any],
-                endpoint: Endpoint) -> TidelineError:
-        """The typed error for a failed session; a lost server marks its endpoint down."""
-        mapped: TidelineError
-        refused = getattr(exc, "sqlstate", None) == "25006"
-        if refused and endpoint.read_only:
-            # A write reached the read route while no primary answers: the primary's job.
-            mapped = PrimaryUnavailable("no PostgreSQL primary answers right now (a "
-                                        "failover?); nothing was written: retry shortly")
-            mapped.__cause__ = exc
-            return mapped
-        if is_lost(exc, raw):
-            endpoint.mark_down()
-            where = "standby" if endpoint.read_only else "primary"
-            mapped = PrimaryUnavailable(
-                f"the connection to the PostgreSQL {where} was lost or refused the "
-                f"statement ({' '.join(str(exc).split())[:300]}); retry shortly")
-            mapped.__cause__ = exc
-            return mapped
-        return from_psycopg(exc)
-
-    def _note_commit(self, raw: psycopg.Connection[Any]) -> None:
-        """After a commit, the primary's WAL position, so that this process's next routed
-        read waits for a standby to replay past it (read your own writes)."""
-        route = self.route
-        if route is None or not route.routed or standby_ok():
-            # No routed reads; or the write of a read-only verb (a recall's journal),
-            # which no later read needs to see.
-            return
-        row = raw.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
-        if row is not None:
-            route.wrote(lsn_int(str(row[0])))
-
-    def _acquire_standby(self) -> tuple[psycopg_pool.ConnectionPool[Any],
-                                        psycopg.Connection[Any]] | None:
-        route = self.route
-        assert route is not None  # noqa: S101 - only called with a route
-        got = route.acquire()
-        if got is None:
-            return None
-        pool, raw = got
-        try:
-            fresh = route.caught_up(raw)
-        except psycopg.Error as exc:
-            pool.putconn(raw)
-            if is_lost(exc, raw):
-                route.endpoint.mark_down()
-                return None
-            raise from_psycopg(exc) from exc
-        if not fresh and not self.primary.down:
-            pool.putconn(raw)
-            route.count("primary_fallbacks")
-            return None
-        self._register_vector(raw)
-        return pool, raw
-
-    @contextlib.contextmanager
-    def _standby_session(self, pool: psycopg_pool.ConnectionPool[Any],
-                         raw: psycopg.Connection[Any]) -> Iterator[Conn]:
-        route = self.route
-        assert route is not None  # noqa: S101 - only called with a route
-        route.count("standby_reads")
-        conn = Conn(raw, writing=False, columns=self._columns, counter=self._counter)
-        conn.standby = True
-        self._local.conn = conn
-        try:
-            yield conn
-        except psycopg.Error as exc:
-            raise self._failed(exc, raw, route.endpoint) from exc
-        finally:
-            self._local.conn = None
-            pool.putconn(raw)
 
     @staticmethod
     def _release(raw: psycopg.Connection[Any]) -> None:
