@@ -11,7 +11,7 @@ import re
 from pathlib import Path
 
 import tideline
-from tideline.recall import vector_file
+from tideline.store.sqlite import vector_file
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = Path(tideline.__file__).resolve().parent

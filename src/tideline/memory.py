@@ -960,7 +960,7 @@ class Memory:
     def _index_after_import(self, inserted: Any) -> None:
         """Build the vector indexes now rather than at the first recall (issue 33 item 13)."""
         if inserted:
-            from tideline.recall.index_build import build_after_import
+            from tideline.store.sqlite.index_build import build_after_import
 
             build_after_import(self._rt.vectors)
 

@@ -21,7 +21,7 @@ from tests.conftest import TEST_PROFILE, hashing
 from tideline import Memory
 from tideline.config import Config
 from tideline.embed import HashingEmbedder, HttpEmbedder
-from tideline.store.sqlite import pending
+from tideline.store import pending
 
 MODEL = "hashing-over-http"
 

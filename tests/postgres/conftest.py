@@ -80,8 +80,8 @@ def at_schema(url: str, version: int, marker: str) -> Iterator[Any]:
     """A connection (``Conn``, autocommit) to ``url`` migrated only up to schema
     ``version``, its version and embedder marker recorded: an older release's store, for
     the tests of the migrations after it."""
-    from tideline.store.postgres.connection import Conn
     from tideline.store.postgres.schema import MIGRATIONS
+    from tideline.store.postgres.session import Conn
 
     with psycopg.connect(url, autocommit=True) as raw:
         c = Conn(raw, writing=True)
@@ -141,7 +141,7 @@ def indexed_space(store: Any, vecs: Any, marker: str) -> Any:
     """The global memory space of ``store`` holding ``vecs`` (keys 1…n, loaded by COPY),
     analysed so that a space of more than 1,000 vectors is searched through its HNSW
     index, not exactly; returns its :class:`PostgresVectorSpaces`."""
-    from tideline.store.postgres.store import vector_text
+    from tideline.store.postgres.pgvector import vector_text
     from tideline.store.postgres.vectors import PostgresVectorSpaces
 
     spaces = PostgresVectorSpaces(store, int(vecs.shape[1]), marker, exact_max=1000)
@@ -156,7 +156,7 @@ def indexed_space(store: Any, vecs: Any, marker: str) -> Any:
 
 def spy_statements(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every SQL text the store's connections execute from now on, in order."""
-    from tideline.store.postgres.connection import Conn
+    from tideline.store.postgres.session import Conn
 
     sent: list[str] = []
     real = Conn.execute

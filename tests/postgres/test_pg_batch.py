@@ -19,7 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tideline.store.postgres.batch import parse, plan
-from tideline.store.postgres.connection import Conn, Database
+from tideline.store.postgres.connection import Database
+from tideline.store.postgres.session import Conn
 
 _TABLES = """
 CREATE TABLE {t} (id bigint PRIMARY KEY, n integer NOT NULL DEFAULT 0,

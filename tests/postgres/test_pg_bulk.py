@@ -26,8 +26,8 @@ from tideline.archive.exchange import archive_digest
 from tideline.errors import ArchiveInvalid, Conflict, TidelineError
 from tideline.models import MemoryRecord
 from tideline.store.postgres import dump, open_postgres
+from tideline.store.postgres.pgvector import vector_text
 from tideline.store.postgres.schema import SCHEMA_VERSION
-from tideline.store.postgres.store import vector_text
 
 MARKER = "hashing:hashing-v1/3"
 

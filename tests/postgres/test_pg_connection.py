@@ -14,9 +14,11 @@ from tests.backend import schema_version
 
 from tideline.errors import InvalidInput, SchemaTooNew, StoreBusy, StoreError
 from tideline.store.dialect import POSTGRES
-from tideline.store.postgres import open_postgres, redact_url
-from tideline.store.postgres.connection import Database, translate
+from tideline.store.postgres import open_postgres
+from tideline.store.postgres.connection import Database
 from tideline.store.postgres.schema import SCHEMA_VERSION
+from tideline.store.postgres.session import translate
+from tideline.store.postgres.urls import redact_url
 
 MARKER = "hashing:hashing-v1/384"
 

@@ -17,8 +17,7 @@ from tests.postgres.conftest import indexed_space, spy_statements
 
 from tideline import Memory
 from tideline.store.postgres import open_postgres
-from tideline.store.postgres.connection import VectorParam
-from tideline.store.postgres.store import vector_text
+from tideline.store.postgres.pgvector import VectorParam, vector_text
 
 MARKER = "hashing:hashing-v1/8"
 _WRITES = [

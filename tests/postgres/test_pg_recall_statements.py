@@ -102,19 +102,19 @@ def test_the_recall_journal_commits_without_waiting_for_the_disk(
     """The journal of a recall (event, attention, eligibility) is one transaction whose
     commit does not wait for the WAL flush, as SQLite's synchronous = NORMAL; its rows
     are all there after the recall."""
-    from tideline.store.postgres import connection
+    from tideline.store.postgres import session
 
     _fill(pg_mem)
     sent: list[tuple[bool, str]] = []
-    plain = connection.Conn.execute
+    plain = session.Conn.execute
 
-    def execute(self: connection.Conn, sql: str, params: Any = ()) -> Any:
+    def execute(self: session.Conn, sql: str, params: Any = ()) -> Any:
         sent.append((self.in_transaction, " ".join(sql.split())))
         return plain(self, sql, params)
 
-    monkeypatch.setattr(connection.Conn, "execute", execute)
+    monkeypatch.setattr(session.Conn, "execute", execute)
     packet = pg_mem.recall("which datastore does Aiko use at work?", include_turns=False)
-    monkeypatch.setattr(connection.Conn, "execute", plain)
+    monkeypatch.setattr(session.Conn, "execute", plain)
     assert packet.items
     relaxed = [i for i, (inside, sql) in enumerate(sent)
                if sql == "SET LOCAL synchronous_commit = off"]
@@ -200,7 +200,7 @@ def test_another_hosts_sleep_is_seen_by_the_next_recall_without_a_read_of_its_ow
     statement the recall sends anyway (PostgresStore.state_seen), not from a read of
     its own; a sleep on a second host (its own pool and local state) that rebuilds the
     clusters is seen by the very next recall here, which reloads the centroids."""
-    from tideline.store.postgres import connection
+    from tideline.store.postgres import session
 
     with Memory.open(tmp_path / "a", database=pg_url, embedder=hashing(),
                      project="global") as here, \
@@ -221,15 +221,15 @@ def test_another_hosts_sleep_is_seen_by_the_next_recall_without_a_read_of_its_ow
                      (there.store.namespace, "clusters.version"))
         assert now != before
         sent: list[str] = []
-        plain = connection.Conn.execute
+        plain = session.Conn.execute
 
-        def execute(self: connection.Conn, sql: str, params: Any = ()) -> Any:
+        def execute(self: session.Conn, sql: str, params: Any = ()) -> Any:
             sent.append(" ".join(sql.split()))
             return plain(self, sql, params)
 
-        monkeypatch.setattr(connection.Conn, "execute", execute)
+        monkeypatch.setattr(session.Conn, "execute", execute)
         assert here.recall(query, include_turns=False, log=False).items
-        monkeypatch.setattr(connection.Conn, "execute", plain)
+        monkeypatch.setattr(session.Conn, "execute", plain)
         assert router._version == now
         assert not [s for s in sent if s.startswith("SELECT value FROM sleep_state")]
         assert any("FROM emb_clusters" in s for s in sent)  # the centroids, reloaded

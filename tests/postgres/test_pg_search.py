@@ -17,7 +17,7 @@ from tests.conftest import hashing
 
 from tideline import Memory
 from tideline.models import LexicalQuery, MemoryRecord
-from tideline.store.postgres.store import vector_text
+from tideline.store.postgres.pgvector import vector_text
 
 _BIG, _SMALL = 2_500, 60
 

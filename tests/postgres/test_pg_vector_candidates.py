@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from tests.postgres.conftest import indexed_space
 
 from tideline.store.postgres import open_postgres
-from tideline.store.postgres.connection import Conn
+from tideline.store.postgres.session import Conn
 from tideline.store.postgres.vectors import PostgresVectorSpaces
 
 MARKER = "hashing:hashing-v1/8"

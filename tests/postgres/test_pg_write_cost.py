@@ -65,7 +65,7 @@ def test_the_gate_finds_an_exact_duplicate_through_the_index(
     assert not spaces._exact(SPACE)
     with pg_database(pg_mem).read() as c:  # the planner takes the index for the gate's search
         pg_vectors.PostgresVectorSpaces._settings(c, pg_vectors.GATE_EF_SEARCH)
-        from tideline.store.postgres.connection import VectorParam
+        from tideline.store.postgres.pgvector import VectorParam
         from tideline.store.postgres.writes import keyed_gate_sql
 
         vec = pg_mem.embedder.embed_passages([texts[5]])[0]

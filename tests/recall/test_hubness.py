@@ -12,7 +12,7 @@ from tideline import Memory
 from tideline.config import Config, RecallTuning
 from tideline.recall.candidates import Candidate
 from tideline.recall.scoring import relevance
-from tideline.recall.vector_index import VectorIndex
+from tideline.store.sqlite.vector_index import VectorIndex
 
 GENERIC = ["haha ok sure", "ok sure haha", "sure ok haha", "haha sure ok", "ok haha sure",
            "haha ok", "ok sure", "sure haha"]

@@ -23,9 +23,9 @@ from tideline import Memory
 from tideline import text as lexical
 from tideline.recall import morph
 from tideline.store.rows import turn_from_row
+from tideline.store.sql import padded
 from tideline.store.sqlite import SQLiteStore
 from tideline.store.sqlite import store as sqlite_store
-from tideline.store.view import padded
 from tideline.times import MAX_TS, MIN_TS, clamped_time, stored_time
 
 # Letters, digits, "_", punctuation, accents, CJK (Han, kana, hangul) and the characters

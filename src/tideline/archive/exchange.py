@@ -294,7 +294,7 @@ def migrate_store(rt: Runtime, to: str, *, progress: Progress | None = None) -> 
         InvalidInput: ``to`` is the source itself, or already holds data.
         UnsafePath: ``to`` or a parent is a symlink.
     """
-    from tideline.store.postgres import is_database_url, redact_url
+    from tideline.store.postgres.urls import is_database_url, redact_url
 
     if "://" in to and not is_database_url(to):
         scheme = to.split("://", 1)[0] or "?"

@@ -4,7 +4,7 @@
 down, a model that raises) into ``None``: recall then answers from full text and
 the graph (the packet says ``degraded: "lexical"``), and writes are stored with
 their vector pending until the embedder answers again (see
-:mod:`tideline.store.sqlite.pending`). After a failure the guard does not call the
+:mod:`tideline.store.pending`). After a failure the guard does not call the
 embedder again for ``cooldown_s`` seconds, so a down endpoint costs one timeout
 per cooldown, not one per call. Changes of state (down, up again) go to the
 journal as ``embedder`` events through ``on_change``.

@@ -78,11 +78,11 @@ class _Run:
     @property
     def reader(self) -> AgentReader:
         if self._reader is None:
-            from tideline.store.agent import AgentReader
+            from tideline.store import open_agent_reader
 
-            self._reader = AgentReader.open(self.config.home, self.config.namespace,
-                                            database=self.config.database,
-                                            read_url=self.config.database_read_url)
+            self._reader = open_agent_reader(self.config.home, self.config.namespace,
+                                             database=self.config.database,
+                                             read_url=self.config.database_read_url)
         return self._reader
 
     @property
@@ -253,9 +253,9 @@ def _parse(raw: str) -> dict[str, Any]:
 
 def _record_failure(config: Config, event: str, code: str, message: str,
                     payload: Mapping[str, Any] | None) -> None:
-    from tideline.store.agent import AgentReader
+    from tideline.store import open_agent_reader
 
-    reader = AgentReader.open(config.home, config.namespace, database=config.database)
+    reader = open_agent_reader(config.home, config.namespace, database=config.database)
     try:
         reader.log_event("hook_error", {
             "client": CLIENT, "event": event, "code": code, "message": message[:500],

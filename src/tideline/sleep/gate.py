@@ -14,7 +14,7 @@ from typing import Any
 
 from tideline.models import iso
 from tideline.store import peek_gate
-from tideline.store.consolidation import GateView
+from tideline.store.gate import GateView
 
 __all__ = ["quick_skip", "skipped"]
 

@@ -16,10 +16,11 @@ from tideline.errors import BackendUnavailable
 from tideline.store.base import ArchiveLoader, ArchiveSnapshot, ArchiveStore, Store
 
 if TYPE_CHECKING:
-    from tideline.store.consolidation import GateView
+    from tideline.store.agent import AgentReader
+    from tideline.store.gate import GateView
 
 __all__ = ["ArchiveLoader", "ArchiveSnapshot", "ArchiveStore", "Store", "backend_of",
-           "open_store", "peek_gate", "peek_meta"]
+           "open_agent_reader", "open_store", "peek_gate", "peek_meta"]
 
 _POSTGRES_SCHEMES = ("postgresql", "postgres")
 _POSTGRES_EXTRA = ("PostgreSQL needs the postgres extra: "
@@ -122,3 +123,27 @@ def open_store(
 
     return SQLiteStore(directory, namespace, marker, busy_timeout_ms=busy_timeout_ms,
                        retries=retries, check_marker=check_marker)
+
+
+def open_agent_reader(home: Path, namespace: str, *, database: str | None = None,
+                      read_url: str | None = None) -> AgentReader:
+    """The agent reads of one namespace without the embedder (creates/migrates the store
+    if needed): the SQLite file in ``home``, or the PostgreSQL database at a ``database``
+    URL (``read_url``: where its read-only verbs may read, a standby).
+
+    Raises:
+        BackendUnavailable: the URL names a backend this installation lacks.
+        StoreCorrupt: the file is not a Tideline database.
+        SchemaTooNew: written by a newer Tideline.
+    """
+    from tideline.store.agent import AgentReader
+
+    if backend_of(database) == "postgresql":
+        try:
+            from tideline.store.postgres.connection import Database as PostgresDatabase
+        except ImportError as exc:
+            raise BackendUnavailable(_POSTGRES_EXTRA.format(exc)) from exc
+        return AgentReader(PostgresDatabase(str(database), home, read_url=read_url), namespace)
+    from tideline.store.sqlite.connection import Database as SQLiteDatabase
+
+    return AgentReader(SQLiteDatabase(home), namespace)

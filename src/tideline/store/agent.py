@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
-from tideline.store.base import Database
+from tideline.store.database import Database
 from tideline.store.events import append_event, changed_since_sleep
-from tideline.store.view import placeholders as _ph
+from tideline.store.sql import placeholders as _ph
 from tideline.times import clamped_time, stored_time
 
 __all__ = ["AgentReader"]
@@ -49,6 +48,9 @@ def _turn(row: Sequence[Any]) -> dict[str, Any]:
 class AgentReader:
     """Reads (and a few small writes) for injection, hooks and importers in one namespace.
 
+    Opened without the embedder by :func:`tideline.store.open_agent_reader`; the
+    facade's stores hand one over their own connection (``store.agent``).
+
     Args:
         db: an open database.
         namespace: the namespace to read.
@@ -57,34 +59,6 @@ class AgentReader:
     def __init__(self, db: Database, namespace: str) -> None:
         self.db = db
         self.ns = namespace
-
-    @classmethod
-    def open(cls, home: Path, namespace: str, *, database: str | None = None,
-             read_url: str | None = None) -> AgentReader:
-        """Open the store without the embedder (creates/migrates it if needed): the
-        SQLite file in ``home``, or the PostgreSQL database at a ``database`` URL
-        (``read_url``: where its read-only verbs may read, a standby).
-
-        Raises:
-            BackendUnavailable: the URL names a backend this installation lacks.
-            StoreCorrupt: the file is not a Tideline database.
-            SchemaTooNew: written by a newer Tideline.
-        """
-        from tideline.store import backend_of
-
-        if backend_of(database) == "postgresql":
-            from tideline.errors import BackendUnavailable
-
-            try:
-                from tideline.store.postgres.connection import Database as PostgresDatabase
-            except ImportError as exc:
-                raise BackendUnavailable(
-                    "PostgreSQL needs the postgres extra: "
-                    f"pip install 'tideline-memory[postgres]' ({exc})") from exc
-            return cls(PostgresDatabase(str(database), home, read_url=read_url), namespace)
-        from tideline.store.sqlite.connection import Database as SQLiteDatabase
-
-        return cls(SQLiteDatabase(home), namespace)
 
     def close(self) -> None:
         """Close the connection (only when this reader opened it)."""

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from tideline.store.dialect import Dialect
+from tideline.store.database import Database
 
 if TYPE_CHECKING:
     import numpy as np
@@ -23,8 +23,8 @@ if TYPE_CHECKING:
     from tideline.models import Edge, LexicalQuery, MemoryRecord, Turn
     from tideline.store.agent import AgentReader
 
-__all__ = ["ArchiveLoader", "ArchiveSnapshot", "ArchiveStore", "Connection", "Database",
-           "GatedWrite", "Store", "VectorSearch", "ViewHost", "WriteRows"]
+__all__ = ["ArchiveLoader", "ArchiveSnapshot", "ArchiveStore", "GatedWrite", "Store",
+           "VectorSearch", "ViewHost", "WriteRows"]
 
 
 @dataclass(frozen=True)
@@ -53,48 +53,6 @@ class GatedWrite:
     refresh_key: bool
     event: dict[str, Any]
     now: float
-
-
-class Connection(Protocol):
-    """A connection inside a read or a write transaction."""
-
-    def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Any:
-        """Run one statement; the cursor offers ``fetchone``, ``fetchall``, ``rowcount``
-        and iteration."""
-
-    def executemany(self, sql: str, seq: Iterable[Sequence[Any]], /) -> Any:
-        """Run one statement per parameter set (``rowcount``: summed)."""
-
-
-class Database(Protocol):
-    """A backend's database object (``store.db``, used inside ``store/`` only)."""
-
-    @property
-    def dialect(self) -> Dialect:
-        """The SQL fragments that differ between backends."""
-
-    def read(self) -> AbstractContextManager[Any]:
-        """A connection for reads (a :class:`Connection`)."""
-
-    def write(self) -> AbstractContextManager[Any]:
-        """One write transaction (a :class:`Connection`); nested use joins it.
-
-        Raises:
-            StoreBusy: still locked / conflicting after the retries.
-            StoreError: any other database failure.
-        """
-
-    def get_meta(self, key: str) -> str | None:
-        """One ``db_meta`` value."""
-
-    def set_meta(self, key: str, value: str) -> None:
-        """Write one ``db_meta`` value."""
-
-    def schema_version(self) -> int:
-        """The number of migrations applied."""
-
-    def close(self) -> None:
-        """Release the connection (or pool)."""
 
 
 class ViewHost(Protocol):

@@ -15,7 +15,8 @@ from typing import Any
 
 from tideline.models import MemoryRecord, Turn
 from tideline.store.rows import MEMORY_COLUMNS, TURN_COLUMNS, memory_from_row, turn_from_row
-from tideline.store.view import NamespaceView, placeholders
+from tideline.store.sql import placeholders
+from tideline.store.view import NamespaceView
 
 __all__ = ["CONFLICT_EDGES", "BrowseStore"]
 

@@ -11,10 +11,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from tideline.models import MemoryRecord
-from tideline.store.base import Connection
+from tideline.store.database import Connection
 from tideline.store.rows import MEMORY_COLUMNS, memory_from_row
+from tideline.store.sql import placeholders as _ph
 from tideline.store.view import NamespaceView
-from tideline.store.view import placeholders as _ph
 
 __all__ = ["DreamStore"]
 

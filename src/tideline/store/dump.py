@@ -25,7 +25,7 @@ import numpy as np
 
 from tideline.errors import ArchiveInvalid, Conflict
 from tideline.store.rows import MEMORY_COLUMNS, embedding_jobs, memory_from_row
-from tideline.store.view import placeholders
+from tideline.store.sql import placeholders
 
 if TYPE_CHECKING:
     from tideline.models import MemoryRecord

@@ -22,7 +22,7 @@ from tideline.store.rows import (
     mark_pending,
     memory_from_row,
 )
-from tideline.store.view import placeholders
+from tideline.store.sql import placeholders
 
 if TYPE_CHECKING:
     import numpy as np

@@ -14,8 +14,8 @@ from tideline.errors import EmbedderMismatch
 from tideline.models import EDGE_OF_DECISION
 from tideline.store.events import append_event
 from tideline.store.memories import MemoryRows
+from tideline.store.sql import placeholders
 from tideline.store.turns import TurnRows
-from tideline.store.view import placeholders
 
 if TYPE_CHECKING:
     from tideline.models import MemoryRecord

@@ -10,8 +10,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from tideline.store.sql import placeholders as _ph
 from tideline.store.view import NamespaceView
-from tideline.store.view import placeholders as _ph
 
 __all__ = ["ReportStore"]
 

@@ -14,7 +14,7 @@ from tideline.models import MemoryRecord, Turn
 from tideline.times import MAX_TS, MIN_TS, clamped_time, stored_time
 
 if TYPE_CHECKING:
-    from tideline.store.base import Database
+    from tideline.store.database import Database
 
 __all__ = [
     "MEMORY_COLUMNS",

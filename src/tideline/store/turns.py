@@ -22,7 +22,7 @@ from tideline.store.rows import (
     turn_from_row,
     turn_windows,
 )
-from tideline.store.view import padded, placeholders
+from tideline.store.sql import padded, placeholders
 
 if TYPE_CHECKING:
     import numpy as np

@@ -26,7 +26,7 @@ write it did not see answered. The same content stated again later is a
 restatement and goes through the gate, which potentiates the memory it matches —
 that is how spaced reinforcement happens.
 When the embedder is unavailable the write is stored all the same, its vector
-pending (:mod:`tideline.store.sqlite.pending`), and the gate judges by text: the same
+pending (:mod:`tideline.store.pending`), and the gate judges by text: the same
 text (case-folded) in scope potentiates, a memory sharing most of its words
 (:func:`lexical_similarity` ≥ ``LEXICAL_RELATED``) is corrected or linked, anything
 else is new.

@@ -28,11 +28,11 @@ from tideline.store.consolidation.clusters import ClusterRows
 from tideline.store.consolidation.entities import EntityRows
 from tideline.store.consolidation.memories import MemoryRows
 from tideline.store.consolidation.plasticity import PlasticityRows
-from tideline.store.consolidation.state import GateView, LockHolder, SleepView
+from tideline.store.consolidation.state import LockHolder, SleepView
 from tideline.store.consolidation.topics import TopicRows
 from tideline.store.events import append_event
 
-__all__ = ["ConsolidationStore", "GateView", "LockHolder", "SleepView"]
+__all__ = ["ConsolidationStore", "LockHolder", "SleepView"]
 
 
 class ConsolidationStore(MemoryRows, PlasticityRows, TopicRows, ClusterRows, EntityRows,

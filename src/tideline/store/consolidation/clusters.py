@@ -7,9 +7,9 @@ import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from tideline.store.base import Connection
 from tideline.store.consolidation.state import CHUNK, SleepView, changed
-from tideline.store.view import placeholders as _ph
+from tideline.store.database import Connection
+from tideline.store.sql import placeholders as _ph
 
 __all__ = ["ClusterRows"]
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from tideline.store.consolidation.state import CHUNK, SleepView, changed
 from tideline.store.rows import MEMORY_COLUMNS, memory_from_row
-from tideline.store.view import placeholders as _ph
+from tideline.store.sql import placeholders as _ph
 
 if TYPE_CHECKING:
     from tideline.models import MemoryRecord

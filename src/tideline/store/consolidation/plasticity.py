@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable
 
 from tideline.store.consolidation.state import CHUNK, SleepView, changed
-from tideline.store.view import placeholders as _ph
+from tideline.store.sql import placeholders as _ph
 
 __all__ = ["PlasticityRows"]
 

@@ -17,12 +17,13 @@ from typing import Any
 
 from tideline.processes import pid_alive
 from tideline.secrets import redact_json, redact_secrets
-from tideline.store.base import Connection
+from tideline.store.database import Connection
 from tideline.store.events import change_marker
+from tideline.store.gate import GateView
+from tideline.store.sql import placeholders as _ph
 from tideline.store.view import NamespaceView
-from tideline.store.view import placeholders as _ph
 
-__all__ = ["CHUNK", "GateView", "LockHolder", "SleepView", "changed"]
+__all__ = ["CHUNK", "LockHolder", "SleepView", "changed"]
 
 #: Ids per ``IN (…)`` list.
 CHUNK = 900
@@ -31,20 +32,6 @@ CHUNK = 900
 def changed(cur: Any) -> int:
     """Rows a statement changed (``executemany``: summed over its parameter sets)."""
     return max(int(cur.rowcount), 0)
-
-
-@dataclass(frozen=True)
-class GateView:
-    """What the gate sees: the store's marker now and the one stored by the last sleep."""
-
-    marker: str
-    stored: str | None
-    last_sleep: float | None
-
-    def unchanged(self, refresh_after_s: float, now: float) -> bool:
-        """True when nothing changed since the last sleep and it is recent enough."""
-        return (self.stored is not None and self.stored == self.marker
-                and self.last_sleep is not None and now - self.last_sleep < refresh_after_s)
 
 
 @dataclass(frozen=True)

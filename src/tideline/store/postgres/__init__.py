@@ -11,36 +11,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tideline.errors import BackendUnavailable
+from tideline.store.postgres.urls import is_database_url
 
 if TYPE_CHECKING:
-    from tideline.store.consolidation import GateView
+    from tideline.store.gate import GateView
     from tideline.store.postgres.store import PostgresStore
 
-__all__ = ["is_database_url", "open_postgres", "peek_database_gate",
-           "peek_database_meta", "redact_url"]
-
-SCHEMES = ("postgresql://", "postgres://")
-
-
-def is_database_url(value: str | None) -> bool:
-    """Whether ``value`` names a PostgreSQL database (rather than a store directory)."""
-    return bool(value) and str(value).lower().startswith(SCHEMES)
-
-
-def redact_url(url: str) -> str:
-    """The URL without its password (for messages and introspection)."""
-    from urllib.parse import urlsplit, urlunsplit
-
-    try:
-        parts = urlsplit(url)
-        if parts.password is None:
-            return url
-        netloc = f"{parts.username or ''}:***@{parts.hostname or ''}"
-        netloc += f":{parts.port}" if parts.port else ""
-    except ValueError:
-        return "postgresql://…"
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
-
+__all__ = ["open_postgres", "peek_database_gate", "peek_database_meta"]
 
 def open_postgres(url: str, directory: Path, namespace: str, marker: str, *,
                   retries: int = 6, lock_timeout_ms: int = 5_000,
@@ -112,9 +89,9 @@ def peek_database_gate(url: str, namespace: str) -> GateView | None:
     try:
         import psycopg
 
-        from tideline.store.consolidation import GateView
         from tideline.store.events import change_marker
-        from tideline.store.postgres.connection import Conn
+        from tideline.store.gate import GateView
+        from tideline.store.postgres.session import Conn
     except ImportError:
         return None
     try:

@@ -32,7 +32,7 @@ from tideline.store.rows import json_list, mark_pending, memory_index_text
 
 if TYPE_CHECKING:
     from tideline.models import MemoryRecord
-    from tideline.store.postgres.connection import Conn
+    from tideline.store.postgres.session import Conn
 
 __all__ = ["BUILD_MEMORY_MAX_MB", "copy_index_rows", "copy_vectors", "deferred_indexes",
            "insert_memories"]

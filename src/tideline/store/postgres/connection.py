@@ -1,9 +1,10 @@
 """The PostgreSQL connection: a psycopg 3 pool, short write transactions, migrations.
 
-The shared views write their SQL once, with SQLite's ``?`` placeholders
-(:mod:`tideline.store.dialect`); :class:`Conn` translates it for psycopg with
-:func:`translate` (``?`` → ``%s`` outside quoted text, every ``%`` doubled) and caches
-the translation.
+Each read or write is a session on a pooled connection
+(:class:`~tideline.store.postgres.session.Conn`, which translates the shared views'
+``?`` placeholders for psycopg); its reads go to a standby when the verb allows it
+(:mod:`tideline.store.postgres.standby`; the route and the endpoints are
+:mod:`tideline.store.postgres.replicas`).
 
 A write is one transaction at READ COMMITTED. What SQLite gets from its single writer
 (a read-check-write inside one transaction sees no other writer) is given here by row
@@ -28,7 +29,7 @@ scheduled again, so this is most of the lock hold. A failed statement nobody rea
 comes out at that Sync, which leaves the transaction failed: it is rolled back there.
 The statements still run one after the other, in order, on the server.
 
-Every statement a :class:`Conn` sends is counted (:attr:`Database.statements`): the
+Every statement a session sends is counted (:attr:`Database.statements`): the
 benchmarks report statements per recall from it and a test bounds them.
 
 Each session sets ``gin_pending_list_limit`` to 128 kB. A GIN index (the word and
@@ -50,437 +51,42 @@ outside pipeline mode, which ``COPY`` needs.
 from __future__ import annotations
 
 import contextlib
-import functools
 import random
-import re
 import threading
 import time
-import zlib
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import psycopg
 import psycopg_pool
-from psycopg import errors as pg_errors
-from psycopg.adapt import Dumper, Loader
-from psycopg.pq import Format
 
 from tideline.errors import (
     BackendUnavailable,
-    InputTooLarge,
-    InvalidInput,
     PrimaryUnavailable,
     SchemaTooNew,
     StoreBusy,
     StoreError,
-    StoreFull,
-    TidelineError,
 )
 from tideline.store.dialect import POSTGRES, PostgresDialect
 from tideline.store.meta import MetaRows
-from tideline.store.postgres import redact_url
-from tideline.store.postgres.batch import Batch, Columns, parse, plan
-from tideline.store.postgres.replicas import Endpoint, is_lost, lsn_int
+from tideline.store.postgres.batch import Columns
+from tideline.store.postgres.errors import from_psycopg
+from tideline.store.postgres.lock_keys import LOCK_MIGRATE
+from tideline.store.postgres.pgvector import register_loaders
+from tideline.store.postgres.replicas import Endpoint
 from tideline.store.postgres.schema import MIGRATIONS, SCHEMA_VERSION
-from tideline.store.routing import standby_ok
+from tideline.store.postgres.session import Conn, Counter
+from tideline.store.postgres.standby import StandbyReads
+from tideline.store.postgres.urls import redact_url
 
-__all__ = ["Conn", "Cursor", "Database", "VectorParam", "advisory_key", "from_psycopg",
-           "translate"]
-
-# Lock classes for pg_advisory_lock(int, int): the first key says what is locked.
-LOCK_MIGRATE = 7101
-LOCK_KEY = 7102
-LOCK_SESSION = 7103
-LOCK_SLEEP = 7104
-LOCK_DDL = 7105
-LOCK_ANALYZE = 7106
+__all__ = ["GIN_PENDING_KB", "Database"]
 
 #: Each session's ``gin_pending_list_limit`` in kB (see the module's docstring).
 GIN_PENDING_KB = 128
 
-_BUSY_STATES = frozenset({"40001", "40P01", "55P03", "57014"})
 
-
-def advisory_key(*parts: str) -> int:
-    """A signed 32-bit key for ``pg_advisory_lock(class, key)`` from text parts."""
-    digest = zlib.crc32("\x1f".join(parts).encode("utf-8", "surrogatepass"))
-    return digest - (1 << 32) if digest >= (1 << 31) else digest
-
-
-@functools.lru_cache(maxsize=4096)
-def translate(sql: str) -> str:
-    """SQLite-style SQL for psycopg: ``?`` → ``%s`` outside quotes, every ``%`` → ``%%``.
-
-    Single-quoted literals (``''`` inside) and double-quoted identifiers are copied as
-    they are, except that a ``%`` in them is doubled too (psycopg reads the whole text).
-    """
-    out: list[str] = []
-    quote = ""
-    for ch in sql:
-        if ch == "%":
-            out.append("%%")
-            continue
-        if quote:
-            out.append(ch)
-            if ch == quote:
-                quote = ""  # a doubled quote closes and reopens: same result
-            continue
-        if ch in ("'", '"'):
-            quote = ch
-            out.append(ch)
-        elif ch == "?":
-            out.append("%s")
-        else:
-            out.append(ch)
-    return "".join(out)
-
-
-# A statement that reads the vectors table: its results come in binary (see above).
-_FROM_VECTORS = re.compile(r"^\s*(SELECT|WITH)\b.*\bFROM vectors\b", re.IGNORECASE | re.DOTALL)
-
-
-@functools.lru_cache(maxsize=4096)
-def _binary(sql: str) -> bool:
-    return _FROM_VECTORS.search(sql) is not None
-
-
-# A statement that changes rows (some writes run as one autocommit statement on a read
-# connection): after it, the session notes the WAL position (read your own writes).
-_CHANGES = re.compile(r"\b(INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM|MERGE\s+INTO)\b",
-                      re.IGNORECASE)
-
-
-@functools.lru_cache(maxsize=4096)
-def _changes(sql: str) -> bool:
-    return _CHANGES.search(sql) is not None
-
-
-class _VectorBinaryLoader(Loader):
-    """pgvector's binary form (int16 dimensions, int16 zero, big-endian float32s) →
-    little-endian float32 bytes."""
-
-    format = Format.BINARY
-
-    def load(self, data: Any) -> bytes:
-        import numpy as np  # here: a hook that reads no vector must not load numpy
-
-        return np.frombuffer(data, dtype=">f4", offset=4).astype("<f4").tobytes()
-
-
-class _VectorTextLoader(Loader):
-    """pgvector's text form (``[0.1,0.2]``, every float32 printed exactly) → the bytes."""
-
-    def load(self, data: Any) -> bytes:
-        import numpy as np
-
-        return np.array(bytes(data)[1:-1].split(b","), dtype="<f4").tobytes()
-
-
-class VectorParam:
-    """A query vector sent as a parameter in pgvector's binary form (its text form cost
-    ~0.4 ms of client CPU per 384-d vector to print, and the server as long to parse).
-
-    Args:
-        vector: the float32 vector.
-    """
-
-    __slots__ = ("data",)
-
-    def __init__(self, vector: Any) -> None:
-        import numpy as np
-
-        arr = np.ascontiguousarray(vector, dtype=np.float32).ravel()
-        # int16 dimensions, int16 unused, big-endian float32s: the same floats exactly.
-        self.data = (len(arr).to_bytes(2, "big") + b"\x00\x00"
-                     + arr.astype(">f4").tobytes())
-
-
-class _VectorBinaryDumper(Dumper):
-    """:class:`VectorParam` → its bytes, binary, type left to the server (oid 0): every
-    statement casts the parameter (``?::vector(384)``), so the server reads it as a
-    vector, whatever oid the type has in this database."""
-
-    format = Format.BINARY
-    oid = 0
-
-    def dump(self, obj: Any) -> bytes:
-        return bytes(obj.data)
-
-
-psycopg.adapters.register_dumper(VectorParam, _VectorBinaryDumper)  # only our own type
-
-
-def _params(params: Sequence[Any] | None) -> tuple[Any, ...]:
-    # Booleans are INTEGER 0/1 on both backends; SQLite takes True for 1, PostgreSQL not.
-    if not params:
-        return ()
-    return tuple(int(p) if isinstance(p, bool) else p for p in params)
-
-
-def from_psycopg(exc: psycopg.Error) -> TidelineError:
-    """Map a psycopg error to the typed tree by its SQLSTATE.
-
-    Args:
-        exc: the error raised by psycopg.
-
-    Returns:
-        The matching :class:`TidelineError`, with ``exc`` as its cause.
-    """
-    state = getattr(exc, "sqlstate", None) or ""
-    text = " ".join(str(exc).split())  # one line: the CLI prints errors as one line
-    mapped: TidelineError
-    if state in _BUSY_STATES:
-        mapped = StoreBusy(f"the database is busy ({state}): {text}")
-    elif state in ("53100", "53200", "53400"):
-        mapped = StoreFull(f"the database server is out of space or memory ({state}): {text}")
-    elif state == "54000" or "too long" in text or "exceeds the maximum" in text:
-        mapped = InputTooLarge(text)
-    elif "NUL" in text and isinstance(exc, psycopg.DataError | pg_errors.UntranslatableCharacter
-                                      | pg_errors.CharacterNotInRepertoire):
-        mapped = InvalidInput("text must not contain NUL characters")
-    elif state.startswith("22"):
-        mapped = InvalidInput(f"the database refused a value ({state}): {text}")
-    elif isinstance(exc, psycopg.OperationalError) and not state:
-        mapped = BackendUnavailable(f"cannot reach the PostgreSQL server: {text}")
-    else:
-        mapped = StoreError(f"postgresql {state or 'error'}: {text}")
-    mapped.__cause__ = exc
-    return mapped
-
-
-class Cursor(Protocol):
-    """What a statement gives back (a psycopg cursor)."""
-
-    @property
-    def rowcount(self) -> int:
-        """Rows the statement changed."""
-
-    def fetchone(self) -> Any:
-        """The next row, or None."""
-
-    def fetchall(self) -> list[Any]:
-        """Every row left."""
-
-    def __iter__(self) -> Iterator[Any]:
-        """The rows, one at a time."""
-
-
-class _Cursor:
-    """A psycopg cursor, plus SQLite's ``lastrowid`` for callers not yet on ``RETURNING``."""
-
-    __slots__ = ("_conn", "_cur", "_pipeline")
-
-    def __init__(self, cur: psycopg.Cursor[Any], conn: psycopg.Connection[Any],
-                 pipeline: psycopg.Pipeline | None = None) -> None:
-        self._cur = cur
-        self._conn = conn
-        self._pipeline = pipeline
-
-    @property
-    def rowcount(self) -> int:
-        if self._pipeline is not None:  # fetch* flush the pipeline themselves; rowcount not
-            self._pipeline.sync()
-        return self._cur.rowcount
-
-    @property
-    def lastrowid(self) -> int | None:
-        """The id the last INSERT of this session drew from an identity (``lastval()``)."""
-        try:
-            with self._conn.transaction():  # a savepoint: a failure leaves the txn usable
-                row = self._conn.execute("SELECT lastval()").fetchone()
-        except psycopg.Error:
-            return None
-        return None if row is None else int(row[0])
-
-    def fetchone(self) -> Any:
-        return self._cur.fetchone()
-
-    def fetchall(self) -> list[Any]:
-        return self._cur.fetchall()
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._cur)
-
-
-class _Many:
-    """The cursors of one ``executemany`` run as a few set-based statements."""
-
-    __slots__ = ("_curs", "_pipeline")
-
-    def __init__(self, curs: list[psycopg.Cursor[Any]], pipeline: psycopg.Pipeline | None) -> None:
-        self._curs = curs
-        self._pipeline = pipeline
-
-    @property
-    def rowcount(self) -> int:
-        if self._pipeline is not None:
-            self._pipeline.sync()
-        return sum(max(c.rowcount, 0) for c in self._curs)
-
-    def fetchone(self) -> Any:
-        return self._curs[-1].fetchone()
-
-    def fetchall(self) -> list[Any]:
-        return self._curs[-1].fetchall()
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._curs[-1])
-
-
-@functools.lru_cache(maxsize=512)
-def _batch(sql: str) -> Batch | None:
-    return parse(sql)
-
-
-_CATALOG = (
-    "SELECT a.attname, format_type(a.atttypid, a.atttypmod), "
-    "coalesce(a.attnum = ANY(i.indkey), false) FROM pg_attribute a "
-    "LEFT JOIN pg_index i ON i.indrelid = a.attrelid AND i.indisprimary "
-    "WHERE a.attrelid = to_regclass(%s) AND a.attnum > 0 AND NOT a.attisdropped "
-    "ORDER BY a.attnum")
-
-
-class _Counter:
-    """Statements sent through :class:`Conn` (thread-safe: recall reads from two threads)."""
-
-    __slots__ = ("_lock", "value")
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.value = 0
-
-    def add(self, n: int) -> None:
-        with self._lock:
-            self.value += n
-
-
-class Conn:
-    """A psycopg connection that takes the shared views' ``?`` SQL.
-
-    Attributes:
-        raw: the psycopg connection (inside the store package only).
-        dialect: :data:`~tideline.store.dialect.POSTGRES`.
-        writing: whether this is a write transaction (reads of rows a write will
-            change lock them; see :meth:`PostgresStore.get_memories`).
-    """
-
-    dialect: PostgresDialect = POSTGRES
-
-    def __init__(self, raw: psycopg.Connection[Any], *, writing: bool,
-                 columns: dict[str, Columns | None] | None = None,
-                 counter: _Counter | None = None) -> None:
-        self.raw = raw
-        self.counter = counter or _Counter()
-        self.writing = writing
-        self._columns: dict[str, Columns | None] = {} if columns is None else columns
-        self.in_transaction = False
-        self.pipeline: psycopg.Pipeline | None = None
-        #: Whether a standby answers this connection's reads (never written to).
-        self.standby = False
-        #: Called with the connection after each transaction of :meth:`pipelined`
-        #: commits (the store notes the WAL position: read your own writes).
-        self.on_commit: Callable[[psycopg.Connection[Any]], None] | None = None
-        #: Whether a statement that changes rows was sent (see ``_CHANGES``).
-        self.changed = False
-
-    def transaction(self) -> contextlib.AbstractContextManager[Any]:
-        """A transaction for statements that need one (``SET LOCAL``), pipelined; inside
-        a transaction already, nothing new."""
-        if self.in_transaction:
-            return contextlib.nullcontext()
-        return self.pipelined()
-
-    @contextlib.contextmanager
-    def pipelined(self) -> Iterator[None]:
-        """One transaction in pipeline mode (see the module's docstring)."""
-        self.counter.add(2)  # BEGIN and COMMIT (or ROLLBACK)
-        try:
-            with self._pipelined():
-                yield
-            if self.on_commit is not None:
-                self.on_commit(self.raw)
-        except BaseException:
-            # A statement nobody read failed: it comes out at the final Sync, which
-            # leaves the transaction failed (COMMIT was skipped). End it here, not in
-            # the pool.
-            if self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-                with contextlib.suppress(psycopg.Error):
-                    self.raw.execute("ROLLBACK")
-            raise
-
-    @contextlib.contextmanager
-    def _pipelined(self) -> Iterator[None]:
-        with self.raw.pipeline() as pipe:
-            self.pipeline = pipe
-            try:
-                # Not psycopg's transaction(): in a pipeline it waits for BEGIN's result,
-                # and again before COMMIT. Here BEGIN goes with the first statements and
-                # COMMIT with the Sync that ends the pipeline: two round trips fewer.
-                self.raw.execute("BEGIN")
-                try:
-                    yield
-                    # Sent, and its result read, at the Sync below. A statement nobody
-                    # read that failed may have answered already: then COMMIT raises it.
-                    self.raw.execute("COMMIT")
-                except BaseException:
-                    # After an error the server skips what was queued until a Sync, and
-                    # the transaction is then failed: Sync first, then ROLLBACK (so the
-                    # pipeline ends clean, and psycopg has no error to log at its exit).
-                    with contextlib.suppress(psycopg.Error):
-                        pipe.sync()
-                    self.raw.execute("ROLLBACK")
-                    raise
-            finally:
-                self.pipeline = None
-
-    def execute(self, sql: str, params: Sequence[Any] | None = ()) -> Cursor:
-        """Run one statement with ``?`` placeholders; returns the cursor.
-
-        Raises:
-            psycopg.Error: mapped to typed errors by the enclosing ``read``/``write``.
-        """
-        self.counter.add(1)
-        if not self.changed and _changes(sql):
-            self.changed = True
-        return _Cursor(self.raw.execute(translate(sql), _params(params), binary=_binary(sql)),
-                       self.raw, self.pipeline)
-
-    def executemany(self, sql: str, seq: Iterable[Sequence[Any]]) -> Cursor:
-        """Run one statement once per parameter row: as a few statements over many rows
-        each where :mod:`~tideline.store.postgres.batch` can rewrite it (same result),
-        else row by row."""
-        rows = [_params(p) for p in seq]
-        if not self.changed and _changes(sql):
-            self.changed = True
-        batch = _batch(sql) if len(rows) > 1 else None
-        if batch is not None:
-            columns = self.columns(batch.table)
-            statements = plan(batch, columns, rows) if columns is not None else None
-            if statements is not None:
-                self.counter.add(len(statements))
-                return _Many([self.raw.execute(q, p) for q, p in statements], self.pipeline)
-        self.counter.add(1)  # psycopg pipelines the rows: one batch, one wait
-        cur = self.raw.cursor()
-        cur.executemany(translate(sql), rows)
-        return _Cursor(cur, self.raw, self.pipeline)
-
-    def columns(self, table: str) -> Columns | None:
-        """A table's column types and primary key from the catalog (cached per database;
-        None for no such table)."""
-        if table not in self._columns:
-            rows = self.raw.execute(_CATALOG, (table,)).fetchall()
-            self._columns[table] = ({str(n): str(t) for n, t, _ in rows},
-                                    tuple(str(n) for n, _, k in rows if k)) if rows else None
-        return self._columns[table]
-
-    def lock(self, kind: int, *parts: str) -> None:
-        """Take a transaction-scoped advisory lock (released at commit or rollback)."""
-        self.counter.add(1)
-        self.raw.execute("SELECT pg_advisory_xact_lock(%s, %s)", (kind, advisory_key(*parts)))
-
-
-class Database(MetaRows):
+class Database(StandbyReads, MetaRows):
     """A pool of connections to one PostgreSQL database, safe to share between threads.
 
     The schema is created or migrated on open, under an advisory lock so that several
@@ -525,7 +131,7 @@ class Database(MetaRows):
         except OSError as exc:
             raise StoreError(f"cannot create the local state directory {directory}: {exc}") \
                 from exc
-        self._counter = _Counter()
+        self._counter = Counter()
         self._options = (f"-c lock_timeout={int(lock_timeout_ms)} "
                          "-c idle_in_transaction_session_timeout=600000 "
                          f"-c gin_pending_list_limit={GIN_PENDING_KB}")
@@ -642,18 +248,11 @@ class Database(MetaRows):
             else:
                 yield outer
             return
-        # A read-only verb's reads go to a standby when the reads are routed. Any read
-        # does while no primary answers (probed first, at most every PROBE_EVERY s: the
-        # reads of a write are what notices the new primary); a write sent through it
-        # is refused by the standby and raised as PrimaryUnavailable.
-        if not writing and self.route is not None and (
-                (self.route.routed and standby_ok())
-                or (self.primary.down and not self.primary.probe())):
-            got = self._acquire_standby()
-            if got is not None:
-                with self._standby_session(*got) as conn:
-                    yield conn
-                return
+        got = None if writing else self._standby_for_read()
+        if got is not None:
+            with self._standby_session(*got) as conn:
+                yield conn
+            return
         raw = self._acquire()
         conn = Conn(raw, writing=writing, columns=self._columns, counter=self._counter)
         conn.on_commit = self._note_commit
@@ -678,79 +277,6 @@ class Database(MetaRows):
             self._local.conn = None
             self._release(raw)
 
-    def _failed(self, exc: psycopg.Error, raw: psycopg.Connection[Any],
-                endpoint: Endpoint) -> TidelineError:
-        """The typed error for a failed session; a lost server marks its endpoint down."""
-        mapped: TidelineError
-        refused = getattr(exc, "sqlstate", None) == "25006"
-        if refused and endpoint.read_only:
-            # A write reached the read route while no primary answers: the primary's job.
-            mapped = PrimaryUnavailable("no PostgreSQL primary answers right now (a "
-                                        "failover?); nothing was written: retry shortly")
-            mapped.__cause__ = exc
-            return mapped
-        if is_lost(exc, raw):
-            endpoint.mark_down()
-            where = "standby" if endpoint.read_only else "primary"
-            mapped = PrimaryUnavailable(
-                f"the connection to the PostgreSQL {where} was lost or refused the "
-                f"statement ({' '.join(str(exc).split())[:300]}); retry shortly")
-            mapped.__cause__ = exc
-            return mapped
-        return from_psycopg(exc)
-
-    def _note_commit(self, raw: psycopg.Connection[Any]) -> None:
-        """After a commit, the primary's WAL position, so that this process's next routed
-        read waits for a standby to replay past it (read your own writes)."""
-        route = self.route
-        if route is None or not route.routed or standby_ok():
-            # No routed reads; or the write of a read-only verb (a recall's journal),
-            # which no later read needs to see.
-            return
-        row = raw.execute("SELECT pg_current_wal_insert_lsn()::text").fetchone()
-        if row is not None:
-            route.wrote(lsn_int(str(row[0])))
-
-    def _acquire_standby(self) -> tuple[psycopg_pool.ConnectionPool[Any],
-                                        psycopg.Connection[Any]] | None:
-        route = self.route
-        assert route is not None  # noqa: S101 - only called with a route
-        got = route.acquire()
-        if got is None:
-            return None
-        pool, raw = got
-        try:
-            fresh = route.caught_up(raw)
-        except psycopg.Error as exc:
-            pool.putconn(raw)
-            if is_lost(exc, raw):
-                route.endpoint.mark_down()
-                return None
-            raise from_psycopg(exc) from exc
-        if not fresh and not self.primary.down:
-            pool.putconn(raw)
-            route.count("primary_fallbacks")
-            return None
-        self._register_vector(raw)
-        return pool, raw
-
-    @contextlib.contextmanager
-    def _standby_session(self, pool: psycopg_pool.ConnectionPool[Any],
-                         raw: psycopg.Connection[Any]) -> Iterator[Conn]:
-        route = self.route
-        assert route is not None  # noqa: S101 - only called with a route
-        route.count("standby_reads")
-        conn = Conn(raw, writing=False, columns=self._columns, counter=self._counter)
-        conn.standby = True
-        self._local.conn = conn
-        try:
-            yield conn
-        except psycopg.Error as exc:
-            raise self._failed(exc, raw, route.endpoint) from exc
-        finally:
-            self._local.conn = None
-            pool.putconn(raw)
-
     @staticmethod
     def _release(raw: psycopg.Connection[Any]) -> None:
         """Give a primary connection back to the pool it came from: after a failover
@@ -762,10 +288,7 @@ class Database(MetaRows):
             raw.close()
 
     def _register_vector(self, raw: psycopg.Connection[Any]) -> None:
-        oid = self._vector_oid
-        if oid is not None and raw.adapters.get_loader(oid, Format.BINARY) is None:
-            raw.adapters.register_loader(oid, _VectorBinaryLoader)
-            raw.adapters.register_loader(oid, _VectorTextLoader)
+        register_loaders(raw, self._vector_oid)
 
     def _acquire(self) -> psycopg.Connection[Any]:
         for attempt in range(self.retries + 1):

@@ -32,13 +32,13 @@ from tideline.store.dump import (
     vector_differs,
 )
 from tideline.store.postgres.bulk import copy_index_rows, copy_vectors, deferred_indexes
-from tideline.store.postgres.connection import Conn, translate
 from tideline.store.postgres.schema import DERIVED_TABLES
+from tideline.store.postgres.session import Conn, translate
 from tideline.store.rows import memory_index_text, turn_index_text
 
 if TYPE_CHECKING:
     from tideline.models import MemoryRecord
-    from tideline.store.postgres.store import PostgresStore
+    from tideline.store.postgres.host import PostgresHost
 
 __all__ = ["PostgresLoader", "PostgresSnapshot", "load", "snapshot"]
 
@@ -98,7 +98,7 @@ class PostgresSnapshot(ArchiveSnapshot):
 
 
 @contextlib.contextmanager
-def snapshot(store: PostgresStore, namespace: str | None) -> Iterator[PostgresSnapshot]:
+def snapshot(store: PostgresHost, namespace: str | None) -> Iterator[PostgresSnapshot]:
     """A REPEATABLE READ snapshot that stays consistent while every table is read.
 
     Raises:
@@ -298,7 +298,7 @@ class PostgresLoader(ArchiveLoader):
 
 
 @contextlib.contextmanager
-def load(store: PostgresStore, dim: int,
+def load(store: PostgresHost, dim: int,
          expected: Mapping[str, int] | None = None) -> Iterator[PostgresLoader]:
     """One bulk transaction for a whole archive: all of it or nothing.
 

@@ -14,7 +14,8 @@ from typing import Any
 import psycopg
 
 from tideline.errors import PrimaryUnavailable
-from tideline.store.postgres.connection import LOCK_SLEEP, advisory_key, from_psycopg
+from tideline.store.postgres.errors import from_psycopg
+from tideline.store.postgres.lock_keys import LOCK_SLEEP, advisory_key
 from tideline.store.postgres.replicas import is_lost
 
 __all__ = ["SleepLocks"]

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from tideline.store.postgres.pgvector import vector_text
+from tideline.store.postgres.schema import ensure_vector_index
 from tideline.store.rows import MEMORY_COLUMNS as _MEMORY_COLUMNS
 from tideline.store.rows import TURN_EMBED_SQL, embedding_jobs, memory_from_row
 from tideline.store.sqlite.bad_times import COLUMNS
@@ -23,7 +25,7 @@ from tideline.times import MAX_TS, MIN_TS
 
 if TYPE_CHECKING:
     from tideline.embed.base import Embedder
-    from tideline.store.postgres.store import PostgresStore
+    from tideline.store.postgres.host import PostgresHost
     from tideline.store.postgres.vectors import PostgresVectorSpaces
 
 __all__ = ["doctor", "reembed"]
@@ -35,7 +37,7 @@ _ORPHANS = ("FROM vectors v WHERE (substr(v.space, 1, 2) = 'm:' AND NOT EXISTS "
             "AND NOT EXISTS (SELECT 1 FROM turns t WHERE t.id = v.key))")
 
 
-def _checks(store: PostgresStore) -> dict[str, Any]:
+def _checks(store: PostgresHost) -> dict[str, Any]:
     with store.db.read() as c:
         def one(sql: str) -> int:
             return int(c.execute(sql).fetchone()[0])
@@ -73,7 +75,7 @@ def _problems(checks: dict[str, Any], embedder: Embedder) -> list[str]:
     return out
 
 
-def _reindex_rows(store: PostgresStore) -> str:
+def _reindex_rows(store: PostgresHost) -> str:
     """Rebuild every word and substring index row from the rows (of every namespace,
     each row with its own)."""
     n = 0
@@ -92,7 +94,7 @@ def _reindex_rows(store: PostgresStore) -> str:
     return f"lexical:{n}"
 
 
-def _embed_missing(store: PostgresStore, embedder: Embedder, progress: Progress | None) -> int:
+def _embed_missing(store: PostgresHost, embedder: Embedder, progress: Progress | None) -> int:
     with store.db.write() as c:
         c.execute(f"DELETE {_ORPHANS}")  # noqa: S608
     with store.db.read() as c:
@@ -115,7 +117,7 @@ def _embed_missing(store: PostgresStore, embedder: Embedder, progress: Progress 
     return len(jobs)
 
 
-def doctor(store: PostgresStore, embedder: Embedder, vectors: PostgresVectorSpaces, *,
+def doctor(store: PostgresHost, embedder: Embedder, vectors: PostgresVectorSpaces, *,
            repair: bool, progress: Progress | None = None) -> dict[str, Any]:
     """Check the derived data of the store and, with ``repair``, rebuild it.
 
@@ -150,16 +152,13 @@ def doctor(store: PostgresStore, embedder: Embedder, vectors: PostgresVectorSpac
     return out
 
 
-def reembed(store: PostgresStore, new: Embedder, *,
+def reembed(store: PostgresHost, new: Embedder, *,
             progress: Progress | None = None) -> dict[str, Any]:
     """Re-embed every memory and turn of every namespace with ``new`` and switch the marker.
 
     Returns:
         ``{"memories": n, "turns": n, "from": old_marker, "to": new_marker}``.
     """
-    from tideline.store.postgres.schema import ensure_vector_index
-    from tideline.store.postgres.store import vector_text
-
     old_marker = store.db.get_meta("embedder")
     with store.db.write() as c:
         c.execute("DROP TABLE IF EXISTS vectors_staging")

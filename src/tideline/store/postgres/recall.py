@@ -30,7 +30,7 @@ from tideline.store.rows import MEMORY_COLUMNS, memory_from_row
 if TYPE_CHECKING:
     import numpy as np
 
-    from tideline.store.postgres.store import PostgresStore
+    from tideline.store.postgres.host import PostgresHost
 
 __all__ = ["JOURNAL_SQL", "ROWS_SQL", "candidate_rows", "record_recall"]
 
@@ -66,7 +66,7 @@ JOURNAL_SQL = (
 
 
 def candidate_rows(
-    store: PostgresStore, ids: Sequence[int], edge_types: Sequence[str],
+    store: PostgresHost, ids: Sequence[int], edge_types: Sequence[str],
     lexical_only: Sequence[int], scopes: Sequence[str], dim: int,
 ) -> tuple[dict[int, MemoryRecord], list[Edge], dict[tuple[str, int], np.ndarray]]:
     """What :meth:`get_memories`, :meth:`edges_of` and :meth:`memory_vectors_in` give for
@@ -112,7 +112,7 @@ def candidate_rows(
     return recs, edges, vectors
 
 
-def record_recall(store: PostgresStore, data: dict[str, Any],
+def record_recall(store: PostgresHost, data: dict[str, Any],
                   hits: Sequence[tuple[int, float, float]], tier: str, now: float) -> int:
     """Journal one recall as the shared view
     (:meth:`~tideline.store.consolidation.ConsolidationStore.record_recall`) does: the

@@ -29,8 +29,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from tideline.store.postgres.lock_keys import LOCK_DDL
+from tideline.store.postgres.pgvector import vector_text
+
 if TYPE_CHECKING:
-    from tideline.store.postgres.connection import Conn
+    from tideline.store.postgres.session import Conn
 
 __all__ = ["DERIVED_TABLES", "MIGRATIONS", "SCHEMA_VERSION", "ensure_vector_index",
            "lexical_indexes"]
@@ -340,8 +343,6 @@ def _m005_one_vector(db: Conn) -> None:
     """
     import numpy as np
 
-    from tideline.store.postgres.store import vector_text
-
     for row_id, blob in db.execute("SELECT id, v FROM vectors WHERE emb IS NULL").fetchall():
         db.execute("UPDATE vectors SET emb = ?::vector WHERE id = ?",
                    (vector_text(np.frombuffer(bytes(blob), dtype="<f4")), row_id))
@@ -413,8 +414,6 @@ def ensure_vector_index(db: Conn, dim: int) -> None:
     name = f"vectors_hnsw_{dim}"
     exists = db.execute("SELECT to_regclass(?)", (name,)).fetchone()[0]
     if exists is None:
-        from tideline.store.postgres.connection import LOCK_DDL
-
         db.execute("SELECT pg_advisory_xact_lock(?, ?)", (LOCK_DDL, dim))
         db.execute(
             f"CREATE INDEX IF NOT EXISTS {name} ON vectors USING hnsw "

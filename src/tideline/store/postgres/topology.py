@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from tideline.store.postgres import redact_url
 from tideline.store.postgres.replicas import role_of
+from tideline.store.postgres.urls import redact_url
 
 if TYPE_CHECKING:
     from tideline.store.postgres.connection import Database

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from tideline.models import Turn
-from tideline.store.postgres.connection import LOCK_SESSION, Conn
+from tideline.store.postgres.lock_keys import LOCK_SESSION
+from tideline.store.postgres.session import Conn
 from tideline.store.rows import TURN_COLUMNS as _TURN_COLUMNS
 from tideline.store.rows import turn_from_row
 

@@ -20,14 +20,16 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from tideline.errors import StoreError
-from tideline.recall.vector_index import centroid_of
-from tideline.store.postgres.connection import LOCK_ANALYZE, VectorParam
+from tideline.store.postgres.lock_keys import LOCK_ANALYZE
+from tideline.store.postgres.pgvector import VectorParam
 from tideline.store.postgres.schema import HNSW_MAX_DIM, ensure_vector_index
 from tideline.store.rows import memory_from_row
+from tideline.vecmath import centroid_of
 
 if TYPE_CHECKING:
     from tideline.models import MemoryRecord
-    from tideline.store.postgres.connection import Conn, Database
+    from tideline.store.postgres.connection import Database
+    from tideline.store.postgres.session import Conn
 
 __all__ = ["GATE_EF_SEARCH", "PostgresVectorSpaces", "VectorHost", "candidate_list"]
 

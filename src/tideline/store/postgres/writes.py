@@ -17,7 +17,7 @@ write inside a caller's transaction is 7 statements and waits for the server 4 t
 (every ``remember``) it is 2 statements and 2 waits: the gate's search, which also
 returns the potentiation target's row and digest, and the write (below).
 
-A vector parameter (:class:`~tideline.store.postgres.connection.VectorParam`) goes in
+A vector parameter (:class:`~tideline.store.postgres.pgvector.VectorParam`) goes in
 pgvector's binary form — a 16-bit dimension count, 16 unused bits, big-endian float32s
 — rather than its text form, which printed 384 floats (``repr`` each) on the client and
 parsed them on the server.
@@ -56,7 +56,8 @@ from tideline.store.memories import (
     write_key_insert,
 )
 from tideline.store.postgres import lexical as pg_lexical
-from tideline.store.postgres.connection import LOCK_KEY, VectorParam
+from tideline.store.postgres.lock_keys import LOCK_KEY
+from tideline.store.postgres.pgvector import VectorParam
 from tideline.store.rows import MEMORY_COLUMNS, PENDING_FLAG, memory_index_text
 
 if TYPE_CHECKING:

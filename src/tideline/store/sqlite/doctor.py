@@ -22,12 +22,12 @@ from tideline.store.rows import (
     turn_index_text,
 )
 from tideline.store.sqlite import bad_times, fts
+from tideline.store.sqlite.host import SQLiteHost
 from tideline.store.sqlite.presence import restore_hint
-from tideline.store.sqlite.store import SQLiteStore
 from tideline.store.turn_embedding import embed_jobs
 
 if TYPE_CHECKING:
-    from tideline.recall.vectors import VectorSpaces
+    from tideline.store.sqlite.vector_spaces import VectorSpaces
 
 __all__ = ["run"]
 
@@ -35,7 +35,7 @@ _FTS = ("memories_fts", "memories_tri", "turns_fts", "turns_tri")
 
 
 def run(
-    store: SQLiteStore, embedder: Embedder, vectors: VectorSpaces, *, repair: bool,
+    store: SQLiteHost, embedder: Embedder, vectors: VectorSpaces, *, repair: bool,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Check the store and, with ``repair``, rebuild what is derived.
@@ -83,7 +83,7 @@ def run(
     return out
 
 
-def _checks(store: SQLiteStore) -> dict[str, Any]:
+def _checks(store: SQLiteHost) -> dict[str, Any]:
     checks: dict[str, Any] = {}
     with store.db.read() as c:
         try:
@@ -116,7 +116,7 @@ def _fts_to_rebuild(problems: list[str]) -> list[str]:
 
 
 def _fill_pending(
-    store: SQLiteStore, embedder: Embedder, progress: Callable[[int, int], None] | None,
+    store: SQLiteHost, embedder: Embedder, progress: Callable[[int, int], None] | None,
     checks: dict[str, Any],
 ) -> str | None:
     """Repair step: embed rows stored while the embedder was down (none for ``none``).
@@ -125,7 +125,7 @@ def _fill_pending(
     the rows pending (they stay findable by full text); doctor itself never fails on it.
     """
     from tideline.embed.guard import EmbedGuard
-    from tideline.store.sqlite import pending
+    from tideline.store import pending
 
     if embedder.name == "none":
         return None
@@ -180,7 +180,7 @@ def _problems(checks: dict[str, Any], embedder: Embedder) -> list[str]:
     return out
 
 
-def _rebuild_fts(store: SQLiteStore, tables: list[str]) -> list[str]:
+def _rebuild_fts(store: SQLiteHost, tables: list[str]) -> list[str]:
     """Rebuild full-text tables from the rows, one transaction each; returns what was done.
 
     A damaged FTS5 index makes deleting its rows fail, so FTS5's own ``rebuild`` (which
@@ -221,7 +221,7 @@ def _rebuild_fts(store: SQLiteStore, tables: list[str]) -> list[str]:
 
 
 def _embed_missing(
-    store: SQLiteStore, embedder: Embedder, progress: Callable[[int, int], None] | None
+    store: SQLiteHost, embedder: Embedder, progress: Callable[[int, int], None] | None
 ) -> int:
     """Drop orphan vectors and embed rows that have none; returns how many were embedded."""
     with store.db.write() as c:

@@ -25,11 +25,11 @@ from tideline.store.dump import (
     Column,
     catalogue_columns,
 )
-from tideline.store.view import placeholders
+from tideline.store.sql import placeholders
 
 if TYPE_CHECKING:
     from tideline.models import MemoryRecord
-    from tideline.store.sqlite.store import SQLiteStore
+    from tideline.store.sqlite.host import SQLiteHost
 
 __all__ = ["DERIVED_TABLES", "IMPORT_META_PREFIX", "SQLiteLoader", "SQLiteSnapshot", "load",
            "snapshot"]
@@ -60,7 +60,7 @@ def _columns(c: sqlite3.Connection, table: str) -> list[Column]:
     return catalogue_columns(table, rows, affinity=_affinity, json_default=_json_default)
 
 
-def tables_in(store: SQLiteStore) -> set[str]:
+def tables_in(store: SQLiteHost) -> set[str]:
     """Every ordinary table of the database except derived ones and FTS shadow tables."""
     with store.db.read() as c:
         rows = c.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
@@ -91,7 +91,7 @@ class SQLiteSnapshot(ArchiveSnapshot):
 
 
 @contextlib.contextmanager
-def snapshot(store: SQLiteStore, namespace: str | None) -> Iterator[SQLiteSnapshot]:
+def snapshot(store: SQLiteHost, namespace: str | None) -> Iterator[SQLiteSnapshot]:
     """A read snapshot that stays consistent while every table is read (WAL keeps writers going).
 
     Raises:
@@ -151,7 +151,7 @@ class SQLiteLoader(ArchiveLoader):
 
 
 @contextlib.contextmanager
-def load(store: SQLiteStore, dim: int) -> Iterator[SQLiteLoader]:
+def load(store: SQLiteHost, dim: int) -> Iterator[SQLiteLoader]:
     """One ``BEGIN IMMEDIATE`` transaction for a whole archive: all of it or nothing.
 
     Foreign keys are checked at the end (:meth:`SQLiteLoader.finish`), so rows may

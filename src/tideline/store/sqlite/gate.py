@@ -5,8 +5,8 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from tideline.store.consolidation import GateView
 from tideline.store.events import change_marker
+from tideline.store.gate import GateView
 from tideline.store.sqlite.connection import connect_readonly
 
 __all__ = ["peek_gate"]

@@ -15,7 +15,7 @@ import numpy as np
 
 from tideline.embed.base import Embedder
 from tideline.store.rows import MEMORY_COLUMNS, TURN_EMBED_SQL, embedding_jobs
-from tideline.store.sqlite.store import SQLiteStore
+from tideline.store.sqlite.host import SQLiteHost
 from tideline.store.turn_embedding import embed_jobs
 
 __all__ = ["run"]
@@ -24,7 +24,7 @@ BATCH = 64
 
 
 def run(
-    store: SQLiteStore, new: Embedder, *, progress: Callable[[int, int], None] | None = None
+    store: SQLiteHost, new: Embedder, *, progress: Callable[[int, int], None] | None = None
 ) -> dict[str, Any]:
     """Re-embed every memory and turn of every namespace with ``new`` and switch the marker.
 

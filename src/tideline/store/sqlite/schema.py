@@ -354,7 +354,7 @@ def _m007_vector_counts(db: sqlite3.Connection) -> None:
     """How many vectors each space holds, kept by triggers on ``vectors``.
 
     The host's vector index checks its size against the store after every catch-up
-    (recall/vector_index.py). It did so with ``count(*)`` over the space's entries of
+    (store/sqlite/vector_index.py). It did so with ``count(*)`` over the space's entries of
     ``(space, key)``, a walk of the whole space: 3.3 ms of a gated write's 6.5 at
     100,000 vectors, since every write moves the log and the gate's search catches up.
     A count kept by the triggers costs one row read. The triggers see every change to the

@@ -2,7 +2,7 @@
 
 One file holds everything; the full-text tables and the vector log are kept in
 step with the rows inside the same short transaction. Vector index files are
-derived from the ``vectors`` table (see :mod:`tideline.recall.vector_index`). The
+derived from the ``vectors`` table (see :mod:`tideline.store.sqlite.vector_index`). The
 row code both backends share is in :class:`~tideline.store.namespace.NamespaceRows`;
 this module keeps what is SQLite's own (FTS5 rows, vector blobs and their change log,
 the single-writer turn insert, planner hints).
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,92 +29,23 @@ from tideline.store.rows import (
     turn_from_row,
     turn_index_text,
 )
+from tideline.store.sql import padded, placeholders
 from tideline.store.sqlite import fts
 from tideline.store.sqlite.connection import Database
-from tideline.store.view import padded, placeholders
+from tideline.store.sqlite.vector_source import SpaceSource
 
 if TYPE_CHECKING:
     from tideline.embed.base import Embedder, Vectors
-    from tideline.recall.vectors import VectorSpaces
     from tideline.store.sqlite.dump import SQLiteLoader, SQLiteSnapshot
+    from tideline.store.sqlite.vector_spaces import VectorSpaces
 
-__all__ = ["SQLiteStore", "SpaceSource"]
+__all__ = ["SQLiteStore"]
 
 #: Tokens counted per vocabulary statement (well under SQLite's bound parameters).
 _VOCAB_CHUNK = 500
 #: Most vector-log entries replayed to keep the turn-vector cache; past it, the cache
 #: starts over (a bulk import or a reembed changed most vectors anyway).
 _VECTOR_LOG_READ = 5_000
-
-
-class SpaceSource:
-    """The vectors of one space (``m:<ns>:<scope>`` or ``t:<ns>:<scope>``) as a VectorSource."""
-
-    def __init__(self, db: Database, space: str, dim: int) -> None:
-        self.db = db
-        self.space = space
-        self.dim = dim
-
-    def vector_seq(self) -> int:
-        """Newest change-log sequence number of this space."""
-        with self.db.read() as c:
-            row = c.execute(
-                "SELECT max(seq) FROM vector_log WHERE space = ?", (self.space,)
-            ).fetchone()
-        return int(row[0] or 0)
-
-    def vector_changes(self, since: int) -> list[tuple[int, int, bool]]:
-        """Changes after ``since``, oldest first."""
-        with self.db.read() as c:
-            rows = c.execute(
-                "SELECT seq, key, present FROM vector_log WHERE space = ? AND seq > ? ORDER BY seq",
-                (self.space, since),
-            ).fetchall()
-        return [(int(s), int(k), bool(p)) for s, k, p in rows]
-
-    def vectors_for(self, keys: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-        """Current vectors of the given keys (missing keys are left out)."""
-        found_keys: list[int] = []
-        blobs: list[bytes] = []
-        with self.db.read() as c:
-            for start in range(0, len(keys), 900):
-                chunk = padded(keys[start:start + 900], 900)
-                rows = c.execute(
-                    f"SELECT key, v FROM vectors WHERE space = ? AND key IN ({placeholders(len(chunk))})",  # noqa: E501
-                    (self.space, *chunk),
-                ).fetchall()
-                for key, blob in rows:
-                    found_keys.append(int(key))
-                    blobs.append(blob)
-        return self._pack(found_keys, blobs)
-
-    def iter_all_vectors(self, batch: int) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """Every current vector of the space, in batches."""
-        last = -1
-        while True:
-            with self.db.read() as c:
-                rows = c.execute(
-                    "SELECT key, v FROM vectors WHERE space = ? AND key > ? ORDER BY key LIMIT ?",
-                    (self.space, last, batch),
-                ).fetchall()
-            if not rows:
-                return
-            last = int(rows[-1][0])
-            yield self._pack([int(r[0]) for r in rows], [r[1] for r in rows])
-
-    def vector_count(self) -> int:
-        """How many vectors the space holds (kept by triggers, schema 7)."""
-        with self.db.read() as c:
-            row = c.execute(
-                "SELECT n FROM vector_counts WHERE space = ?", (self.space,)
-            ).fetchone()
-        return int(row[0]) if row else 0
-
-    def _pack(self, keys: list[int], blobs: list[bytes]) -> tuple[np.ndarray, np.ndarray]:
-        if not keys:
-            return np.zeros(0, dtype=np.int64), np.zeros((0, self.dim), dtype=np.float32)
-        matrix = np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(keys), self.dim)
-        return np.asarray(keys, dtype=np.int64), matrix
 
 
 class SQLiteStore(NamespaceRows):
@@ -250,7 +181,7 @@ class SQLiteStore(NamespaceRows):
 
     def vectors_pending(self) -> bool:
         """Whether some row may lack its vector (one ``db_meta`` read)."""
-        from tideline.store.sqlite import pending
+        from tideline.store import pending
 
         return pending.flagged(self)
 
@@ -259,15 +190,15 @@ class SQLiteStore(NamespaceRows):
         progress: Callable[[int, int], None] | None = None,
     ) -> dict[str, Any]:
         """Embed rows stored while the embedder was down, in batches, each in its own
-        transaction (see :func:`tideline.store.sqlite.pending.fill`)."""
-        from tideline.store.sqlite import pending
+        transaction (see :func:`tideline.store.pending.fill`)."""
+        from tideline.store import pending
 
         return pending.fill(self, embed, limit=limit, progress=progress)
 
     def vector_spaces(self, dim: int, marker: str) -> VectorSpaces:
         """The vector search over this namespace: the local ANN index files kept in step
-        with the ``vectors`` table (see :mod:`tideline.recall.vector_index`)."""
-        from tideline.recall.vectors import VectorSpaces
+        with the ``vectors`` table (see :mod:`tideline.store.sqlite.vector_index`)."""
+        from tideline.store.sqlite.vector_spaces import VectorSpaces
 
         return VectorSpaces(self, dim, marker)
 

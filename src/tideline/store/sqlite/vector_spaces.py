@@ -12,13 +12,30 @@ import re
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
-from tideline.recall.vector_index import VectorIndex
-from tideline.store.sqlite import SQLiteStore
+from tideline.store.sqlite.vector_index import VectorIndex, VectorSource
 
-__all__ = ["VectorSpaces"]
+__all__ = ["SpaceHost", "VectorSpaces"]
+
+
+class SpaceHost(Protocol):
+    """What the vector spaces need from their store (the SQLite store is one)."""
+
+    @property
+    def directory(self) -> Path:
+        """The store directory (the index files go to its ``index/``)."""
+
+    def space(self, kind: str, scope: str) -> str:
+        """Name of the vector space of one kind (``m``/``t``) in one scope."""
+
+    def source(self, kind: str, scope: str, dim: int) -> VectorSource:
+        """The rows of one space, as the index replays them."""
+
+    def scopes(self) -> list[str]:
+        """Every scope that holds memories or turns."""
 
 
 def _file_name(space: str) -> str:
@@ -36,7 +53,7 @@ class VectorSpaces:
         marker: the embedder marker; an index file built for another marker is rebuilt.
     """
 
-    def __init__(self, store: SQLiteStore, dim: int, marker: str) -> None:
+    def __init__(self, store: SpaceHost, dim: int, marker: str) -> None:
         self.store = store
         self.dim = dim
         self.marker = marker

@@ -1,4 +1,5 @@
-"""The two in-memory representations behind :class:`~tideline.recall.vector_index.VectorIndex`.
+"""The two in-memory representations behind a
+:class:`~tideline.store.sqlite.vector_index.VectorIndex`.
 
 * :class:`ExactStore`: a contiguous float32 matrix and a key array, searched exactly
   with a single-threaded matrix-vector product (faster than a graph below

@@ -1,4 +1,4 @@
-"""The saved file of a :class:`~tideline.recall.vector_index.VectorIndex`: one
+"""The saved file of a :class:`~tideline.store.sqlite.vector_index.VectorIndex`: one
 self-describing container per (index, marker, dim, change-log position).
 
 Files are named ``<name>.<tag>.<seq>.vix`` where ``tag`` is a digest of (marker, dim).
@@ -25,7 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from tideline.recall.vector_stores import (
+from tideline.store.sqlite.vector_stores import (
     HNSW_DTYPE,
     CorruptFile,
     ExactStore,

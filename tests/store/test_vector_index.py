@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from tideline import Memory
 from tideline.errors import InvalidInput
-from tideline.recall.vector_index import SyncReport, VectorIndex, VectorSource
+from tideline.store.sqlite.vector_index import SyncReport, VectorIndex, VectorSource
 
 DIM = 32
 SRC = Path(__file__).resolve().parents[2] / "src"

@@ -1,7 +1,7 @@
 """Build the local vector indexes at the end of a bulk import, not at the first recall.
 
 A store on SQLite keeps one ANN index file per vector space next to the database
-(:mod:`tideline.recall.vector_index`). An import that adds many vectors used to leave
+(:mod:`tideline.store.sqlite.vector_index`). An import that adds many vectors used to leave
 that file behind the change log, and the first recall in a new process rebuilt the
 index (30.9 s at 100k memories, issue 33 item 13). Bringing every space up to date
 right after the import, and saving it, moves that cost into the import, which is
@@ -26,7 +26,7 @@ def build_after_import(vectors: Any) -> dict[str, int]:
     Returns:
         ``{space: vectors}`` of the indexes brought up to date.
     """
-    from tideline.recall.vectors import VectorSpaces
+    from tideline.store.sqlite.vector_spaces import VectorSpaces
 
     if not isinstance(vectors, VectorSpaces):
         return {}

@@ -14,8 +14,8 @@ from pathlib import Path
 from tests.conftest import hashing
 
 from tideline import Memory
-from tideline.recall.vector_index import SyncReport, VectorIndex
-from tideline.recall.vectors import VectorSpaces, _file_name
+from tideline.store.sqlite.vector_index import SyncReport, VectorIndex
+from tideline.store.sqlite.vector_spaces import VectorSpaces, _file_name
 
 
 def _fresh_process_sync(store: Path, kind: str) -> SyncReport:

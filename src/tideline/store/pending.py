@@ -2,24 +2,27 @@
 
 A memory or turn written while the embedder failed is stored whole, full-text
 indexed, and without a vector; ``db_meta.vectors_pending`` is set in the same
-transaction (:func:`tideline.store.sqlite.mark_pending`). :func:`fill` embeds what
+transaction (:func:`tideline.store.rows.mark_pending`). :func:`fill` embeds what
 lacks a vector once the embedder answers — after the next successful write, in
 sleep, and in ``doctor --repair`` — and clears the flag when nothing is left, so
 the common path (no flag) costs one ``db_meta`` read. Nothing is lost meanwhile:
 the row is there, found by full text and the graph.
+
+Portable SQL over :class:`PendingHost`: both backends' stores fill through it.
 """
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
+
+import numpy as np
 
 from tideline.embed.base import Vectors
+from tideline.store.database import Connection, Database
 from tideline.store.rows import MEMORY_COLUMNS, PENDING_FLAG, TURN_EMBED_SQL, embedding_jobs
-from tideline.store.sqlite.store import SQLiteStore
 
-__all__ = ["count", "fill", "flagged"]
+__all__ = ["PendingHost", "count", "fill", "flagged"]
 
 FLAG = PENDING_FLAG
 BATCH = 64
@@ -33,19 +36,30 @@ _TURNS_WITHOUT = (
     "AND v.space = 't:' || t.namespace || ':' || t.scope)")
 
 
-def flagged(store: SQLiteStore) -> bool:
+class PendingHost(Protocol):
+    """What filling pending vectors needs of a store (each backend's store is one)."""
+
+    @property
+    def db(self) -> Database:
+        """The database object."""
+
+    def _put_vector(self, c: Any, space: str, key: int, vector: np.ndarray) -> None:
+        """Store one row's vector inside the write transaction ``c``."""
+
+
+def flagged(store: PendingHost) -> bool:
     """Whether some row may lack its vector (one ``db_meta`` read)."""
     return store.db.get_meta(FLAG) == "1"
 
 
-def count(c: sqlite3.Connection) -> int:
+def count(c: Connection) -> int:
     """How many memories and turns lack a vector (a scan: doctor and reports only)."""
     return sum(int(c.execute(f"SELECT count(*) FROM ({sql})").fetchone()[0])
                for sql in (_MEMORIES_WITHOUT, _TURNS_WITHOUT))
 
 
 def fill(
-    store: SQLiteStore, embed: Callable[[Sequence[str]], Vectors | None], *,
+    store: PendingHost, embed: Callable[[Sequence[str]], Vectors | None], *,
     limit: int | None = None, progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Embed rows that lack a vector, in batches, each stored in its own transaction.

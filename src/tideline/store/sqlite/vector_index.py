@@ -7,10 +7,10 @@ append-only change log (every vector add or delete has a monotonically
 increasing ``seq``). A missing, truncated, corrupt or foreign file is never an
 error: the index is simply rebuilt from the store.
 
-Two in-memory representations (:mod:`tideline.recall.vector_stores`): below
+Two in-memory representations (:mod:`tideline.store.sqlite.vector_stores`): below
 ``exact_below`` vectors an exact matrix, from there up a usearch HNSW graph. The saved
 copy is one self-describing container per change-log position
-(:mod:`tideline.recall.vector_file`).
+(:mod:`tideline.store.sqlite.vector_file`).
 """
 
 from __future__ import annotations
@@ -23,13 +23,12 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 import numpy as np
-from numpy.typing import NDArray
 
 from tideline.errors import InvalidInput
-from tideline.recall.vector_file import (
+from tideline.store.sqlite.vector_file import (
     is_regular_file,
     prune,
     read_file,
@@ -37,7 +36,7 @@ from tideline.recall.vector_file import (
     unlink_quietly,
     write_file,
 )
-from tideline.recall.vector_stores import (
+from tideline.store.sqlite.vector_stores import (
     CorruptFile,
     ExactStore,
     HnswStore,
@@ -47,8 +46,9 @@ from tideline.recall.vector_stores import (
     as_keys,
     as_matrix,
 )
+from tideline.vecmath import centroid_of
 
-__all__ = ["SyncReport", "VectorIndex", "VectorSource", "centroid_of"]
+__all__ = ["SyncReport", "VectorIndex", "VectorSource"]
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]{1,128}$")
 _READ_BATCH = 8192
@@ -56,28 +56,6 @@ _FETCH_CHUNK = 8192
 _APPLY_CHUNK = 2048
 _COUNT_RETRIES = 3
 _CLOSE_SAVE_THRESHOLD = 100
-
-
-def centroid_of(vecs: NDArray[np.floating[Any]]) -> tuple[NDArray[np.float32], float] | None:
-    """The unit mean direction of some vectors and their mean cosine to it.
-
-    Args:
-        vecs: a sample of a space's vectors, one per row (any lengths).
-
-    Returns:
-        ``(unit centroid, mean cosine of the unit rows to it)``, or None when the rows
-        cancel out (or there are none).
-    """
-    if not len(vecs):
-        return None
-    norms = np.linalg.norm(vecs, axis=1, keepdims=True)
-    unit_rows = (vecs / np.where(norms > 0, norms, 1.0)).astype(np.float32)
-    mean = unit_rows.mean(axis=0)
-    length = float(np.linalg.norm(mean))
-    if length == 0.0:
-        return None
-    unit = (mean / length).astype(np.float32)
-    return unit, float((unit_rows @ unit).mean())
 
 
 @runtime_checkable
