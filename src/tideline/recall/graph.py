@@ -23,6 +23,7 @@ from tideline.store.base import Store
 
 __all__ = ["GRAPH_EDGES", "READ_EDGES", "route", "spread"]
 
+#: The edge kinds the spread walks: a link, a learned association, a conflict.
 GRAPH_EDGES = ("related", "co_recall", "contradicts")
 #: What the first candidates' edge read brings: the graph's edges and the corrections'.
 READ_EDGES = (*GRAPH_EDGES, corrections.EDGE)
