@@ -8,7 +8,7 @@ character alone, and the jieba ``cut_for_search`` words, since word tokenizers t
 run of CJK characters without spaces as one token), :func:`index_tokens` (the tokens a
 word index makes of a term), :func:`keyword_coverage` and :func:`contains_term`.
 Building blocks for a backend's query builder (normalisation, stopwords, segmentation)
-are public too; the SQLite FTS5 syntax lives in :mod:`tideline.store.sqlite.fts`.
+are public too; the SQLite FTS5 syntax lives in :mod:`tideline.store.fts_query`.
 
 jieba is imported lazily, on the first text that holds CJK characters: it costs
 about half a second to load, and nothing else pays for it.

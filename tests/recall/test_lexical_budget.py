@@ -13,7 +13,7 @@ from tests.conftest import hashing
 from tideline import Memory
 from tideline.config import Config, RecallTuning
 from tideline.models import MemoryRecord
-from tideline.store.sqlite import fts as lexical
+from tideline.store import fts_query as lexical
 
 WORDS = ("amber", "basalt", "cobalt", "dune", "ember", "fjord", "garnet", "heath")
 

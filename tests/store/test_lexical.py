@@ -1,4 +1,4 @@
-"""Tests for tideline.text and tideline.store.sqlite.fts against real SQLite FTS5 tables.
+"""Tests for tideline.text and tideline.store.fts_query against real SQLite FTS5 tables.
 
 SQLite only (tests/backend.py): the FTS5 expression syntax; PostgreSQL builds tsqueries
 from the same terms.
@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 from tideline import text as lexical
 from tideline.errors import InvalidInput
-from tideline.store.sqlite import fts
-from tideline.store.sqlite.fts import match_expression, raw_match, trigram_expression
+from tideline.store import fts_query as fts
+from tideline.store.fts_query import match_expression, raw_match, trigram_expression
 from tideline.text import contains_term, has_cjk, index_text, query_terms
 
 Mode = Literal["any", "all"]
@@ -410,7 +410,7 @@ def test_jieba_is_not_imported_for_non_cjk_and_is_silent() -> None:
     code = (
         "import sys\n"
         "from tideline import text as l\n"
-        "from tideline.store.sqlite import fts as f\n"
+        "from tideline.store import fts_query as f\n"
         "l.index_text('plain words'); f.match_expression('psycopg2 E1234')\n"
         "l.query_terms('what is this'); f.trigram_expression('hello there')\n"
         "assert 'jieba' not in sys.modules, 'jieba imported for non-CJK text'\n"

@@ -22,6 +22,7 @@ __all__ = [
     "PENDING_FLAG",
     "TURN_COLUMNS",
     "TURN_EMBED_SQL",
+    "TIME_COLUMNS",
     "embedding_jobs",
     "json_list",
     "mark_pending",
@@ -31,6 +32,17 @@ __all__ = [
     "turn_index_text",
     "turn_windows",
 ]
+
+#: (table, column, nullable) of every stored time a row carries: what ``doctor`` checks
+#: for times that are not real instants, on both backends.
+TIME_COLUMNS: tuple[tuple[str, str, bool], ...] = (
+    ("memories", "event_time", True),
+    ("memories", "recorded_at", False),
+    ("memories", "updated_at", False),
+    ("memories", "last_access", False),
+    ("turns", "ts", True),
+    ("turns", "recorded_at", False),
+)
 
 #: The columns of ``memories`` that :func:`memory_from_row` reads, in its order.
 MEMORY_COLUMNS = (

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from tideline import text as lexical
 from tideline.models import LexicalQuery
-from tideline.store.sqlite import fts
+from tideline.store import fts_query as fts
 
 __all__ = ["Search", "plan", "substring_text", "tokens", "words_vector"]
 
@@ -212,7 +212,7 @@ class Search:
 
 
 def from_expression(expression: str | None, *, substrings: bool) -> Search:
-    """The search for an FTS5-shaped expression of :mod:`tideline.store.sqlite.fts`
+    """The search for an FTS5-shaped expression of :mod:`tideline.store.fts_query`
     (``"term"``, ``"term"*``, ``AND``, ``OR``, parentheses)."""
     if not expression:
         return Search()

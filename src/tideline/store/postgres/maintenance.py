@@ -18,8 +18,8 @@ import numpy as np
 from tideline.store.postgres.pgvector import vector_text
 from tideline.store.postgres.schema import ensure_vector_index
 from tideline.store.rows import MEMORY_COLUMNS as _MEMORY_COLUMNS
+from tideline.store.rows import TIME_COLUMNS as COLUMNS
 from tideline.store.rows import TURN_EMBED_SQL, embedding_jobs, memory_from_row
-from tideline.store.sqlite.bad_times import COLUMNS
 from tideline.store.turn_embedding import embed_jobs
 from tideline.times import MAX_TS, MIN_TS
 

@@ -14,19 +14,11 @@ import sqlite3
 import time
 from typing import Any
 
+from tideline.store.rows import TIME_COLUMNS as COLUMNS
 from tideline.times import MAX_TS, MIN_TS, clamped_time
 
-__all__ = ["COLUMNS", "count", "repair"]
+__all__ = ["count", "repair"]
 
-#: (table, column, nullable) of every stored time that a row carries.
-COLUMNS: tuple[tuple[str, str, bool], ...] = (
-    ("memories", "event_time", True),
-    ("memories", "recorded_at", False),
-    ("memories", "updated_at", False),
-    ("memories", "last_access", False),
-    ("turns", "ts", True),
-    ("turns", "recorded_at", False),
-)
 _LIMIT = 1000  # rows shown per column in the journal event
 
 

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from tideline.embed.base import Embedder
+from tideline.store import fts_query as fts
 from tideline.store.rows import (
     MEMORY_COLUMNS,
     TURN_EMBED_SQL,
@@ -21,7 +22,7 @@ from tideline.store.rows import (
     memory_index_text,
     turn_index_text,
 )
-from tideline.store.sqlite import bad_times, fts
+from tideline.store.sqlite import bad_times
 from tideline.store.sqlite.host import SQLiteHost
 from tideline.store.sqlite.presence import restore_hint
 from tideline.store.turn_embedding import embed_jobs

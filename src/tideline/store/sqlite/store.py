@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tideline.models import LexicalQuery, MemoryRecord, Turn
+from tideline.store import fts_query as fts
 from tideline.store.namespace import DF_CACHE_MIN, DF_CACHE_SIZE, NamespaceRows
 from tideline.store.rowcache import TURN_VECTORS, RowCache
 from tideline.store.rows import (
@@ -30,7 +31,6 @@ from tideline.store.rows import (
     turn_index_text,
 )
 from tideline.store.sql import padded, placeholders
-from tideline.store.sqlite import fts
 from tideline.store.sqlite.connection import Database
 from tideline.store.sqlite.vector_source import SpaceSource
 
