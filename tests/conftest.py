@@ -15,7 +15,7 @@ import pytest
 from tests.backend import BACKENDS, ENV_URL, Backend, PostgresServer
 
 from tideline import Memory
-from tideline.embed import HashingEmbedder, ThresholdProfile
+from tideline.embed import Embedder, HashingEmbedder, ThresholdProfile, make_embedder
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
@@ -94,6 +94,24 @@ def mem(store_dir: Path, backend: Backend) -> Iterator[Memory]:
     directory — this checkout's name — which no test should depend on.)
     """
     m = backend.open(store_dir, embedder=hashing(), project="global")
+    backend.check(m)
+    try:
+        yield m
+    finally:
+        m.close()
+
+
+
+@pytest.fixture(scope="session")
+def e5_embedder() -> Embedder:
+    """The real default embedder (e5 with its calibrated profile), loaded once."""
+    return make_embedder("e5")
+
+
+@pytest.fixture
+def e5_mem(store_dir: Path, backend: Backend, e5_embedder: Embedder) -> Iterator[Memory]:
+    """An opened memory on the test's backend with the real e5 embedder, in no project."""
+    m = backend.open(store_dir, embedder=e5_embedder, project="global")
     backend.check(m)
     try:
         yield m

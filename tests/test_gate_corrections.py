@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,6 @@ from tests.backend import Backend
 from tests.conftest import ROOT
 
 from tideline import Memory
-from tideline.embed import Embedder, make_embedder
 from tideline.embed.profiles import PROFILES
 
 pytestmark = pytest.mark.backends
@@ -50,21 +48,6 @@ CORRECTIONS = [
     ("我们周五部署", "我们周五从不部署"),
     ("张伟负责审核atlas发布", "李娜负责审核atlas发布"),
 ]
-
-
-@pytest.fixture(scope="module")
-def e5() -> Embedder:
-    return make_embedder("e5")
-
-
-@pytest.fixture
-def e5_mem(store_dir: Path, backend: Backend, e5: Embedder) -> Iterator[Memory]:
-    m = backend.open(store_dir, embedder=e5, project="global")
-    backend.check(m)
-    try:
-        yield m
-    finally:
-        m.close()
 
 
 def test_corrections_are_kept_with_an_updates_edge(e5_mem: Memory) -> None:

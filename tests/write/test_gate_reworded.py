@@ -15,17 +15,12 @@ were not linked.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.backend import Backend
 
 from tideline import Memory
 from tideline.bench.gate import TEMPLATES
-from tideline.embed import Embedder, make_embedder
 from tideline.embed.profiles import PROFILES
 from tideline.write.contrast import compare
 from tideline.write.path import judge
@@ -116,21 +111,6 @@ def test_russian_words_are_read_by_their_stems() -> None:
     said = "Мира звонит бабушке каждое воскресенье."
     assert compare("Мира звонит бабушке по воскресеньям.", said).verdict == "same"
     assert _gate("Мира звонит бабушке каждую субботу.", said) == "correct"
-
-
-@pytest.fixture(scope="module")
-def e5() -> Embedder:
-    return make_embedder("e5")
-
-
-@pytest.fixture
-def e5_mem(store_dir: Path, backend: Backend, e5: Embedder) -> Iterator[Memory]:
-    m = backend.open(store_dir, embedder=e5, project="global")
-    backend.check(m)
-    try:
-        yield m
-    finally:
-        m.close()
 
 
 def test_reworded_corrections_are_stored_with_an_updates_edge(e5_mem: Memory) -> None:

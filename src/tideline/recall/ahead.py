@@ -29,41 +29,42 @@ __all__ = ["Later", "beside", "later"]
 T = TypeVar("T")
 
 _WORKERS = 4
-_pool: ThreadPoolExecutor | None = None
+
+
+class _Pool:
+    """One process's worker pool of one purpose, made on first use and forgotten in a
+    forked child (which has none of the parent's worker threads: the pool it inherited
+    would queue reads that no thread ever runs)."""
+
+    def __init__(self, prefix: str) -> None:
+        self._prefix = prefix
+        self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
+
+    def get(self) -> ThreadPoolExecutor:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=_WORKERS,
+                                                thread_name_prefix=self._prefix)
+            return self._pool
+
+    def forget(self) -> None:
+        self._lock = threading.Lock()
+        self._pool = None
+
+
+_reads = _Pool("tideline-recall")
 #: The full-text sides' own workers (:func:`beside`).
-_side_pool: ThreadPoolExecutor | None = None
-_pool_lock = threading.Lock()
+_sides = _Pool("tideline-text-side")
 
 
 def _forget_after_fork() -> None:
-    # A forked child has none of the parent's worker threads; the pool it inherited
-    # would queue reads that no thread ever runs.
-    global _pool, _side_pool, _pool_lock  # noqa: PLW0603
-    _pool = None
-    _side_pool = None
-    _pool_lock = threading.Lock()
+    _reads.forget()
+    _sides.forget()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_after_fork)
-
-
-def _executor() -> ThreadPoolExecutor:
-    global _pool  # noqa: PLW0603 - one pool per process, made on first use
-    with _pool_lock:
-        if _pool is None:
-            _pool = ThreadPoolExecutor(max_workers=_WORKERS,
-                                       thread_name_prefix="tideline-recall")
-        return _pool
-
-
-def _side_executor() -> ThreadPoolExecutor:
-    global _side_pool  # noqa: PLW0603 - one pool per process, made on first use
-    with _pool_lock:
-        if _side_pool is None:
-            _side_pool = ThreadPoolExecutor(max_workers=_WORKERS,
-                                            thread_name_prefix="tideline-text-side")
-        return _side_pool
 
 
 class Later(Generic[T]):
@@ -103,7 +104,7 @@ def later(call: Callable[[], T], *, parallel: bool) -> Later[T]:
     """
     # The worker runs in a copy of the caller's context: what the call may read from
     # (tideline.store.routing: a standby for a read-only verb) follows it.
-    return Later(call, _executor().submit(contextvars.copy_context().run, call)
+    return Later(call, _reads.get().submit(contextvars.copy_context().run, call)
                  if parallel else None)
 
 
@@ -121,4 +122,4 @@ def beside(call: Callable[[], T]) -> Later[T]:
     Returns:
         Its pending result.
     """
-    return Later(call, _side_executor().submit(contextvars.copy_context().run, call))
+    return Later(call, _sides.get().submit(contextvars.copy_context().run, call))
