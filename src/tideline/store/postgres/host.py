@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
+from tideline.store.base import ViewHost
 from tideline.store.postgres.connection import Database
 
 if TYPE_CHECKING:
@@ -23,27 +24,17 @@ if TYPE_CHECKING:
 __all__ = ["PostgresHost"]
 
 
-class PostgresHost(Protocol):
-    """An opened PostgreSQL store, as its helper modules see it: the database, the
-    namespace, the journal, and the hooks that write a row's derived rows (lexical
-    index rows, vector) inside a transaction ``c``."""
+class PostgresHost(ViewHost, Protocol):
+    """An opened PostgreSQL store, as its helper modules see it: what every view sees
+    (the namespace, its vector spaces, the journal) on its pool of connections, and the
+    hooks that write a row's derived rows (lexical index rows, vector) inside a
+    transaction ``c``."""
 
     _chunk: int
 
     @property
     def db(self) -> Database:
         """The store's pool of connections."""
-
-    @property
-    def namespace(self) -> str:
-        """The namespace the store reads and writes."""
-
-    def space(self, kind: str, scope: str) -> str:
-        """Name of the vector space of one kind (``m``/``t``) in one scope."""
-
-    def log_event(self, c: Any, kind: str, data: dict[str, Any],
-                  memory_id: int | None = None, now: float | None = None) -> int:
-        """Append one journal event (inside ``c`` if given); returns its id."""
 
     def fill_pending(
         self, embed: Callable[[Sequence[str]], Vectors | None], *, limit: int | None = None,
