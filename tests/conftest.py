@@ -101,7 +101,6 @@ def mem(store_dir: Path, backend: Backend) -> Iterator[Memory]:
         m.close()
 
 
-
 @pytest.fixture(scope="session")
 def e5_embedder() -> Embedder:
     """The real default embedder (e5 with its calibrated profile), loaded once."""

@@ -36,9 +36,12 @@ from tideline.ui.app import build_app
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="no /usr/bin/chromium: install Debian's chromium (`make e2e-tools` does)")
+
+@pytest.fixture(scope="module", autouse=True)
+def chromium() -> None:
+    """The browser these tests drive: `make test` installs Debian's (via `make e2e-tools`),
+    so its absence is a failure, never a silent skip."""
+    assert CHROMIUM.exists(), "no /usr/bin/chromium: run `make e2e-tools` (Debian's chromium)"
 
 
 @dataclass
